@@ -89,7 +89,7 @@ fi
 cat > "$P11/bin/nvcc" <<EOF
 #!/bin/sh
 # gpusim wrapper: CUDA 11.8 nvcc with gcc>11 and sm_35 allowed. A -ccbin given by the caller wins.
-exec "\$(dirname "\$0")/nvcc.bin" -ccbin "\${GPUSIM_CUDA11_CCBIN:-$CXX}" -allow-unsupported-compiler -Wno-deprecated-gpu-targets "\$@"
+exec "\$(dirname "\$(readlink -f "\$0")")/nvcc.bin" -ccbin "\${GPUSIM_CUDA11_CCBIN:-$CXX}" -allow-unsupported-compiler -Wno-deprecated-gpu-targets "\$@"
 EOF
 chmod 755 "$P11/bin/nvcc"
 printf 'export GPUSIM_CUDA11_HOME=%s\nexport GPUSIM_NVCC11=%s/bin/nvcc\nexport GPUSIM_NVDISASM11=%s/bin/nvdisasm\nexport GPUSIM_CUOBJDUMP11=%s/bin/cuobjdump\n' \

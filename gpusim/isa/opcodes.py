@@ -27,6 +27,7 @@ class OpcodeRow:
     latency: str
     dst: int  # number of leading destination operands
     pdst_follow: bool = False  # predicate operands right after them are destinations too (carry-out)
+    pdst_lead: bool = False  # a leading predicate operand is an extra destination (LOP3.LUT P0, R1, ...)
 
 
 class OpcodeTable(dict):
@@ -46,5 +47,6 @@ def load_opcode_table(arch: str) -> OpcodeTable:
             raise ListingError(f"opcode {name}: unit must be one of {sorted(UNITS)} and latency one of "
                                f"{sorted(LATENCIES)}", str(path))
         table[name] = OpcodeRow(unit=row["unit"], latency=row["latency"], dst=int(row.get("dst", 1)),
-                                pdst_follow=bool(row.get("pdst_follow", False)))
+                                pdst_follow=bool(row.get("pdst_follow", False)),
+                                pdst_lead=bool(row.get("pdst_lead", False)))
     return table

@@ -155,6 +155,8 @@ def _parse_instruction(index: int, addr: int, text: str, labels: dict, table: Op
     row = table[opcode]  # KeyError -> unknown opcode
     operands = [parse_operand(t, labels) for t in split_operands(rest)] if rest.strip() else []
     ndst = row.dst
+    if row.pdst_lead and operands and operands[0].kind in ("pred", "upred"):
+        ndst += 1
     if row.pdst_follow:
         while ndst < len(operands) and operands[ndst].kind in ("pred", "upred"):
             ndst += 1

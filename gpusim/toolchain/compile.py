@@ -28,17 +28,17 @@ def toolchain(arch: str) -> dict[str, str]:
     """Paths of nvcc, nvdisasm and c++filt for `arch`; ToolchainError if missing."""
     if arch in ("sm_35", "sm_52"):
         home = Path(os.environ.get("GPUSIM_CUDA11_HOME", "/opt/gpusim-cuda11.8"))
-        tools = {"nvcc": home / "bin" / "nvcc", "nvdisasm": home / "bin" / "nvdisasm",
-                 "cu++filt": home / "bin" / "cu++filt"}
+        tools = {"nvcc": home / "bin" / "nvcc", "nvdisasm": home / "bin" / "nvdisasm"}
         hint = "CUDA 11.8"
     elif arch == "sm_90":
         home = Path(os.environ.get("GPUSIM_CUDA13_HOME", "/opt/gpusim-cuda13"))
         nvcc = os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or ""
-        tools = {"nvcc": Path(nvcc), "nvdisasm": home / "bin" / "nvdisasm",
-                 "cu++filt": Path(shutil.which("cu++filt") or shutil.which("c++filt") or "")}
+        tools = {"nvcc": Path(nvcc), "nvdisasm": home / "bin" / "nvdisasm"}
         hint = "CUDA 13.0 nvcc and PyPI nvdisasm"
     else:
         raise ToolchainError(f"unsupported architecture '{arch}' (expected sm_35, sm_52 or sm_90)")
+    # binutils' c++filt for every arch: one demangled spelling ("k<32>", not cu++filt's "k<(int)32>")
+    tools["c++filt"] = Path(shutil.which("c++filt") or "")
     for name, path in tools.items():
         if not str(path) or not Path(path).is_file():
             raise ToolchainError(f"{name} for {arch} not found at '{path}'; install the {hint} toolchain with "
@@ -103,7 +103,7 @@ def compile_workload(workload, arch: str, out: Path | None = None) -> dict:
             raise ToolchainError(f"nvcc failed for {src.name} on {arch}: {err[0].strip()}")
         listing = _run([tools["nvdisasm"], "-hex", str(cubin)], "nvdisasm")
     functions = re.findall(r"(?m)^//-+ \.text\.(\S+)\s+-+$", listing)
-    names = _demangle(functions, tools["cu++filt"]) if functions else {}
+    names = _demangle(functions, tools["c++filt"]) if functions else {}
     wanted = re.sub(r"\s+", "", workload.kernel)
     match = [m for m, d in names.items() if re.sub(r"\s+", "", _short_name(d)) == wanted]
     if not match:

@@ -1,0 +1,114 @@
+"""Control flow and synchronisation semantics (SIMT stack per warp).
+
+Kepler/Maxwell: SSY pushes a reconvergence point, SYNC pops it; PBK/BRK do the same for breaks
+(envytools, "branch stack"). Volta+: BSSY records the convergence barrier, BSYNC waits on it;
+a divergent BRA runs one side and leaves the other pending on the warp's stack. EXIT retires lanes.
+BAR.SYNC parks the warp until the CTA's live warps all arrive (released by the emulator loop).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpusim.emu.ops import op
+
+
+def _taken(ex):
+    """Per warp (n, 32): lanes for which the branch condition holds among the active ones."""
+    return ex.active.reshape(-1, 32)
+
+
+@op("BRA", "JMP")
+def bra(ex):
+    emu, pc = ex.emu, ex.ins.index
+    target = emu.program.by_address[ex.ins.srcs[-1].value] if ex.ins.srcs[-1].kind == "label" else None
+    if target is None:
+        raise NotImplementedError(f"branch target {ex.ins.srcs[-1].text}")
+    taken = _taken(ex)
+    mask = emu.mask[ex.wids]
+    all_taken = (taken == mask).all(axis=1)
+    none_taken = ~taken.any(axis=1)
+    emu.pc[ex.wids[all_taken]] = target
+    emu.pc[ex.wids[none_taken & ~all_taken]] = pc + 1
+    for k in np.flatnonzero(~all_taken & ~none_taken):
+        w = int(ex.wids[k])
+        emu.stacks[w].append(("div", pc + 1, mask[k] & ~taken[k]))
+        emu.mask[w] = taken[k]
+        emu.pc[w] = target
+    return True
+
+
+@op("EXIT", "RET")
+def exit_(ex):
+    emu = ex.emu
+    taken = _taken(ex)
+    emu.pc[ex.wids] = ex.ins.index + 1
+    for k, w in enumerate(ex.wids):
+        if taken[k].any():
+            emu.retire_lanes(int(w), taken[k])
+    return True
+
+
+@op("BAR")
+def bar(ex):
+    if "SYNC" not in ex.ins.modifiers and "SYNCALL" not in ex.ins.modifiers and len(ex.ins.modifiers):
+        if not any(m in ex.ins.modifiers for m in ("SYNC", "DEFER_BLOCKING")):
+            raise NotImplementedError(f"BAR.{'.'.join(ex.ins.modifiers)}")
+    emu = ex.emu
+    emu.waiting[ex.wids] = True
+    emu.pc[ex.wids] = ex.ins.index  # released (pc + 1) when the whole CTA has arrived
+    return True
+
+
+@op("SSY", "PBK", "BSSY")
+def push_reconvergence(ex):
+    emu = ex.emu
+    label = next(s for s in ex.ins.srcs if s.kind == "label")
+    target = emu.program.by_address[label.value]
+    kind = "brk" if ex.ins.opcode == "PBK" else "sync"
+    for k, w in enumerate(ex.wids):
+        emu.stacks[int(w)].append((kind, target, emu.mask[w].copy()))
+    emu.pc[ex.wids] = ex.ins.index + 1
+    return True
+
+
+@op("SYNC", "BSYNC")
+def sync(ex):
+    """The current path reached its reconvergence point: resume a pending path, or the merged warp."""
+    emu = ex.emu
+    for k, w in enumerate(ex.wids):
+        w = int(w)
+        if not _taken(ex)[k].any():  # guarded off for every lane: falls through
+            emu.pc[w] = ex.ins.index + 1
+            continue
+        stack = emu.stacks[w]
+        kind, pc, mask = stack.pop() if stack else ("sync", ex.ins.index + 1, emu.mask[w])
+        mask = mask & ~emu.exited[w]
+        if kind == "sync" and ex.ins.opcode == "BSYNC":
+            pc = ex.ins.index + 1  # BSYNC sits at the convergence point itself
+        emu.mask[w] = mask
+        emu.pc[w] = pc
+        if not mask.any():
+            emu.resume_pending(w)
+    return True
+
+
+@op("BRK")
+def brk(ex):
+    """Active lanes leave the loop: they wait at the PBK target until the others break too."""
+    emu = ex.emu
+    taken = _taken(ex)
+    for k, w in enumerate(ex.wids):
+        w = int(w)
+        emu.pc[w] = ex.ins.index + 1
+        if not taken[k].any():
+            continue
+        emu.mask[w] &= ~taken[k]
+        if not emu.mask[w].any():
+            stack = emu.stacks[w]
+            while stack and stack[-1][0] == "div":
+                stack.pop()
+            kind, pc, mask = stack.pop()
+            emu.mask[w] = mask & ~emu.exited[w]
+            emu.pc[w] = pc
+    return True

@@ -1,0 +1,237 @@
+"""Functional SASS emulator: runs a `Program` for a launch on real data, warp by warp in batches.
+
+All warps of the emulated CTAs that sit at the same PC form one batch and execute the instruction
+together (numpy over their lanes). Control flow follows the SIMT reconvergence rules: SSY/SYNC and
+PBK/BRK on Kepler/Maxwell, BSSY/BSYNC on Volta+ (a divergent branch runs one side while the other
+waits on a per-warp stack), EXIT retires lanes, BAR.SYNC holds a warp until every live warp of its
+CTA has arrived. What each warp executed is recorded for the dynamic trace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpusim.emu import ops
+from gpusim.emu.memory import GlobalMemory, MemoryFault, SharedMemory
+from gpusim.emu.state import Exec, WarpState
+from gpusim.errors import EmulationError
+from gpusim.isa.program import Program
+
+MEM_UNITS = ("lsu", "smem")
+
+
+@dataclass
+class Launch:
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    dynamic_shared_bytes: int = 0
+
+    @property
+    def threads_per_cta(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    @property
+    def warps_per_cta(self) -> int:
+        return -(-self.threads_per_cta // 32)
+
+    @property
+    def n_ctas(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    def cta_coords(self, cta: int) -> tuple[int, int, int]:
+        gx, gy, _ = self.grid
+        return cta % gx, (cta // gx) % gy, cta // (gx * gy)
+
+
+@dataclass
+class TraceLog:
+    """Per executed batch step: instruction index and the warps; memory steps keep their addresses."""
+
+    pcs: list = field(default_factory=list)  # instruction index per step
+    warps: list = field(default_factory=list)  # warp ids (np array) per step
+    masks: list = field(default_factory=list)  # active lane masks (uint32 per warp) per step
+    mem: dict = field(default_factory=dict)  # step number -> (addresses (nw, 32) uint64, bytes per lane)
+
+
+class Emulator:
+    """Emulate `program` over the CTAs `ctas` (default: all) of `launch`."""
+
+    def __init__(self, program: Program, launch: Launch, params: bytes, memory: GlobalMemory,
+                 ctas: list[int] | None = None, record: bool = True, step_limit: int = 50_000_000):
+        self.program, self.launch, self.memory = program, launch, memory
+        self.arch_family = int(program.arch.split("_")[1])
+        self.ctas = list(range(launch.n_ctas)) if ctas is None else list(ctas)
+        wpc = launch.warps_per_cta
+        n_warps = len(self.ctas) * wpc
+        self.state = WarpState(n_warps, program.registers)
+        self.shared = SharedMemory(len(self.ctas), program.shared_bytes + launch.dynamic_shared_bytes)
+        self.cbank0 = self._constant_bank(params)
+        self.warp_cta = np.repeat(np.arange(len(self.ctas)), wpc)  # CTA slot of each warp
+        tid = np.arange(wpc * 32)
+        valid = tid < launch.threads_per_cta
+        self.mask = np.tile(valid, len(self.ctas)).reshape(n_warps, 32)
+        self.exited = ~self.mask.copy()
+        self.pc = np.zeros(n_warps, dtype=np.int64)
+        self.done = ~self.mask.any(axis=1)
+        self.waiting = np.zeros(n_warps, dtype=bool)
+        self.stacks: list[list] = [[] for _ in range(n_warps)]
+        self.bar_regs: dict = {}
+        self.lane_tid = np.tile(tid, len(self.ctas))
+        self.record, self.log = record, TraceLog()
+        self.steps, self.step_limit = 0, step_limit
+        self.warp_instructions = 0
+        self.clock = 0
+        self.handlers = [ops.handler(program.arch, ins) for ins in program.instructions]
+
+    # ---- launch state ------------------------------------------------------------------------
+    def _constant_bank(self, params: bytes) -> np.ndarray:
+        """Constant bank 0: block and grid dimensions at 0x0..0x14, the kernel parameters at the
+        architecture's parameter window (from the cubin's EIATTR_PARAM_CBANK), a local-memory stack
+        pointer. Offsets as the ABI lays them out (seen in the listings: c[0x0][0x140] on sm_3x/5x,
+        c[0x0][0x210] on sm_90)."""
+        size = max(self.program.const_bank0_bytes, self.program.param_base + len(params), 0x400)
+        bank = np.zeros(-(-size // 4) * 4, dtype=np.uint8)
+        dims = np.array(list(self.launch.block) + list(self.launch.grid), dtype=np.uint32)
+        bank[0:24] = dims.view(np.uint8)
+        stack_slot = 0x44 if self.arch_family < 50 else (0x20 if self.arch_family < 70 else 0x28)
+        bank[stack_slot:stack_slot + 4] = np.array([0xFFFC00], np.uint32).view(np.uint8)
+        bank[self.program.param_base:self.program.param_base + len(params)] = np.frombuffer(params, np.uint8)
+        return bank.view(np.uint32)
+
+    def const_word(self, op, word: int, ex: Exec):
+        if op.bank != 0:
+            raise EmulationError(f"constant bank {op.bank} is not emulated", self._where(ex.ins))
+        if op.reg is not None or op.ureg is not None:
+            raise EmulationError("indexed constant access is not emulated", self._where(ex.ins))
+        return np.full(ex.n, self.cbank0[(op.value >> 2) + word], np.uint32)
+
+    def special_register(self, name: str, ex: Exec):
+        tid = self.lane_tid[ex.sel] if not ex.uniform else self.lane_tid[ex.sel][::32]
+        bx, by, _ = self.launch.block
+        ctas = np.array(self.ctas)[self.warp_cta[ex.wids]]
+        per = 1 if ex.uniform else 32
+        gx, gy, _ = self.launch.grid
+        values = {
+            "SR_TID.X": lambda: tid % bx, "SR_TID.Y": lambda: (tid // bx) % by, "SR_TID.Z": lambda: tid // (bx * by),
+            "SR_CTAID.X": lambda: np.repeat(ctas % gx, per), "SR_CTAID.Y": lambda: np.repeat((ctas // gx) % gy, per),
+            "SR_CTAID.Z": lambda: np.repeat(ctas // (gx * gy), per), "SR_LANEID": lambda: tid % 32,
+            "SR_CgaCtaId": lambda: np.zeros(ex.n), "SR_CLOCKLO": lambda: np.full(ex.n, self.clock),
+            "SR_CLOCKHI": lambda: np.zeros(ex.n),
+        }
+        if name not in values:
+            raise EmulationError(f"special register {name} is not emulated", self._where(ex.ins))
+        return np.asarray(values[name](), dtype=np.uint32)
+
+    # ---- the loop ------------------------------------------------------------------------------
+    def run(self) -> "Emulator":
+        n = len(self.program)
+        while True:
+            runnable = ~(self.done | self.waiting)
+            if not runnable.any():
+                if self.done.all():
+                    return self
+                if not self._release_barriers():
+                    stuck = np.flatnonzero(self.waiting)[:4]
+                    raise EmulationError(
+                        f"deadlock: warps {stuck.tolist()} wait at a barrier that the rest of their CTA never reaches",
+                        self.program.kernel)
+                continue
+            pc = int(self.pc[runnable].min())
+            wids = np.flatnonzero(runnable & (self.pc == pc))
+            if pc >= n:
+                raise EmulationError(f"warp {int(wids[0])} ran past the end of the program", self.program.kernel)
+            self._step(pc, wids)
+            self.steps += 1
+            self.clock += 1
+            if self.steps > self.step_limit:
+                raise EmulationError(f"step limit {self.step_limit} exceeded (a loop that never ends?)",
+                                     self.program.kernel)
+
+    def _step(self, pc: int, wids: np.ndarray) -> None:
+        ins = self.program.instructions[pc]
+        sel = slice(int(wids[0]) * 32, (int(wids[-1]) + 1) * 32) if wids[-1] - wids[0] + 1 == len(wids) else \
+            (wids[:, None] * 32 + np.arange(32)).ravel()
+        mask = self.mask[wids].ravel()
+        uniform = ins.unit == "uniform" and ins.opcode not in ("R2UR", "S2UR", "VOTEU")
+        active = mask
+        if ins.guard is not None:
+            g = (self.state.UP[ins.guard, wids].repeat(32) if ins.guard_uniform else self.state.P[ins.guard][sel])
+            active = mask & (~g if ins.guard_negated else g)
+        if uniform:
+            active = active.reshape(-1, 32).any(axis=1)
+        ex = Exec(self, ins, wids, sel, active, uniform)
+        self.warp_instructions += len(wids)
+        if self.record:
+            self.log.pcs.append(pc)
+            self.log.warps.append(wids)
+            self.log.masks.append(np.packbits(self.mask[wids], axis=1, bitorder="little").view(np.uint32).ravel())
+        try:
+            next_pc = self.handlers[pc](ex)
+        except MemoryFault as fault:
+            lane = int(np.flatnonzero(active)[fault.lane]) if False else fault.lane
+            raise EmulationError(self._fault_text(ins, wids, sel, fault, lane), self.program.kernel) from None
+        except EmulationError:
+            raise
+        except (NotImplementedError, IndexError, ValueError) as exc:
+            raise EmulationError(f"{exc}", self._where(ins)) from None
+        if next_pc is None:
+            self.pc[wids] = pc + 1
+        # control-flow handlers set self.pc themselves and return True
+
+    # ---- memory -----------------------------------------------------------------------------------
+    def record_addresses(self, ex: Exec, addrs: np.ndarray, nbytes: int) -> None:
+        if self.record:
+            full = np.zeros(len(ex.wids) * 32, dtype=np.uint64)
+            full[ex.active] = addrs
+            self.log.mem[len(self.log.pcs) - 1] = (full.reshape(-1, 32), nbytes)
+
+    def shared_rows(self, ex: Exec) -> np.ndarray:
+        return np.repeat(self.warp_cta[ex.wids], 32)[ex.active]
+
+    # ---- barriers and control flow -----------------------------------------------------------------
+    def _release_barriers(self) -> bool:
+        released = False
+        for slot in np.unique(self.warp_cta[self.waiting]):
+            warps = np.flatnonzero(self.warp_cta == slot)
+            live = warps[~self.done[warps]]
+            if self.waiting[live].all():
+                self.waiting[live] = False
+                self.pc[live] += 1
+                released = True
+        return released
+
+    def retire_lanes(self, w: int, lanes: np.ndarray) -> None:
+        """EXIT: the lanes leave for good; an empty warp resumes a pending path or finishes."""
+        self.exited[w] |= lanes
+        self.mask[w] &= ~lanes
+        if not self.mask[w].any():
+            self.resume_pending(w)
+
+    def resume_pending(self, w: int) -> None:
+        """The current path of warp w is finished: continue with the next pending path on its stack."""
+        stack = self.stacks[w]
+        while stack:
+            kind, pc, mask = stack.pop()
+            mask = mask & ~self.exited[w]
+            if mask.any():
+                self.mask[w] = mask
+                self.pc[w] = pc
+                return
+        self.done[w] = True
+        self.mask[w] = False
+
+    def _where(self, ins) -> str:
+        return f"{self.program.kernel} PC {ins.address:#06x} `{ins.text}`"
+
+    def _fault_text(self, ins, wids, sel, fault: MemoryFault, lane_in_active: int) -> str:
+        active_lanes = np.flatnonzero(self.mask[wids].ravel())
+        lane = int(active_lanes[min(lane_in_active, len(active_lanes) - 1)]) if len(active_lanes) else 0
+        w = int(wids[lane // 32])
+        cta = self.ctas[self.warp_cta[w]]
+        tid = int(self.lane_tid[w * 32 + lane % 32])
+        bx, by, _ = self.launch.block
+        return (f"{fault} at address {fault.address:#x}: kernel {self.program.kernel}, PC {ins.address:#06x} "
+                f"`{ins.text}`, CTA {self.launch.cta_coords(cta)}, thread ({tid % bx}, {(tid // bx) % by}, "
+                f"{tid // (bx * by)})")

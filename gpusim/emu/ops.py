@@ -1,0 +1,656 @@
+"""Opcode semantics, registered by decorator: `@op("FFMA")` def ffma(ex) ... .
+
+A handler reads sources through `Exec` (u32/s32/f32/u64/f64/pred by source index), writes destinations,
+and returns None to fall through to the next instruction; control-flow handlers set the warps' PCs
+and return True. Semantics follow NVIDIA's instruction descriptions (CUDA Binary Utilities) and the
+PTX ISA for the operations they lower; XMAD follows the maxas notes on Maxwell's 16-bit multiply-add.
+Per-architecture differences are resolved inside the handler from `ex.emu.arch_family`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpusim.emu.state import U32, bits32, pack64, unpack64
+
+HANDLERS: dict[str, callable] = {}
+M32 = np.uint64(0xFFFFFFFF)
+
+
+def op(*names):
+    def register(fn):
+        for n in names:
+            HANDLERS[n] = fn
+        return fn
+    return register
+
+
+def handler(arch: str, ins):
+    fn = HANDLERS.get(ins.opcode)
+    if fn is None:
+        def missing(ex):
+            raise NotImplementedError(f"opcode {ins.opcode} has no emulator semantics")
+        return missing
+    return lambda ex: fn(ex)
+
+
+def _srcs_values(ex):
+    return [i for i, s in enumerate(ex.ins.srcs) if s.kind not in ("pred", "upred")]
+
+
+# ---- moves, special registers ------------------------------------------------------------------
+@op("MOV", "MOV32I", "UMOV")
+def mov(ex):
+    if ex.ins.dsts[0].width == 64:
+        ex.write64(0, ex.u64(0))
+    else:
+        ex.write(0, ex.u32(0))
+
+
+@op("S2R", "S2UR", "CS2R")
+def s2r(ex):
+    src = ex.ins.srcs[0]
+    if src.kind == "sreg" and src.suffix[0] == "SRZ":
+        ex.write(0, 0)
+        if ex.ins.dsts[0].width == 64:
+            ex.write(0, 0, 1)
+        return
+    v = ex.u32(0)
+    ex.write(0, v)
+    if ex.ins.dsts[0].width == 64:
+        ex.write(0, np.zeros_like(v), 1)
+
+
+@op("R2UR")
+def r2ur(ex):
+    ex.write(0, ex.u32(0))
+
+
+@op("NOP", "DEPBAR", "TEXDEPBAR", "MEMBAR", "CCTL", "WARPSYNC", "LDGDEPBAR")
+def nop(ex):
+    return None
+
+
+# ---- FP32 --------------------------------------------------------------------------------------
+def _f32_fused(a, b, c):
+    """Fused multiply-add rounded once to float32 (the product is exact in float64)."""
+    return (a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)).astype(np.float32)
+
+
+@op("FFMA", "FFMA32I")
+def ffma(ex):
+    a, b = ex.f32(0), ex.f32(1)
+    c = ex.f32(2) if ex.ins.opcode == "FFMA" else f32_from_dst(ex)
+    ex.write(0, _f32_fused(a, b, c))
+
+
+def f32_from_dst(ex):
+    """FFMA32I d, a, imm: the addend is the destination register itself."""
+    r = ex.st.R[ex.st.row(ex.ins.dsts[0].reg)][ex.sel]
+    return r.view(np.float32)
+
+
+@op("FADD", "FADD32I")
+def fadd(ex):
+    ex.write(0, (ex.f32(0) + ex.f32(1)).astype(np.float32))
+
+
+@op("FMUL", "FMUL32I")
+def fmul(ex):
+    ex.write(0, (ex.f32(0) * ex.f32(1)).astype(np.float32))
+
+
+@op("FMNMX")
+def fmnmx(ex):
+    a, b, p = ex.f32(0), ex.f32(1), ex.pred(2)
+    ex.write(0, np.where(p, np.fmin(a, b), np.fmax(a, b)).astype(np.float32))
+
+
+@op("FSEL", "SEL", "USEL")
+def sel(ex):
+    ex.write(0, np.where(ex.pred(2), ex.u32(0), ex.u32(1)))
+
+
+@op("HFMA2", "HADD2", "HMUL2")
+def hfma2(ex):
+    """Packed half2 arithmetic; an immediate pair `h0, h1` is one operand of two halves."""
+    vals, i = [], 0
+    srcs = ex.ins.srcs
+    while i < len(srcs):
+        s = srcs[i]
+        if s.kind in ("imm", "fimm") and i + 1 < len(srcs) and srcs[i + 1].kind in ("imm", "fimm"):
+            h = np.array([srcs[i].value, srcs[i + 1].value], dtype=np.float16)
+            vals.append(np.broadcast_to(h, (ex.n, 2)))
+            i += 2
+            continue
+        v = ex.u32(i).view(np.float16).reshape(-1, 2)
+        if s.negate:  # u32() applied integer negation; redo as a half negation
+            v = -(np.uint32(0) - ex.u32(i)).astype(U32).view(np.float16).reshape(-1, 2)
+        vals.append(v)
+        i += 1
+    if ex.ins.opcode == "HFMA2":
+        r = vals[0].astype(np.float32) * vals[1].astype(np.float32) + vals[2].astype(np.float32)
+    elif ex.ins.opcode == "HADD2":
+        r = vals[0].astype(np.float32) + vals[1].astype(np.float32)
+    else:
+        r = vals[0].astype(np.float32) * vals[1].astype(np.float32)
+    ex.write(0, np.ascontiguousarray(r.astype(np.float16)).view(U32).ravel())
+
+
+_FCMP = {
+    "EQ": np.equal, "NE": lambda a, b: np.not_equal(a, b) & ~np.isnan(a) & ~np.isnan(b),
+    "LT": np.less, "LE": np.less_equal, "GT": np.greater, "GE": np.greater_equal,
+    "EQU": lambda a, b: np.equal(a, b) | np.isnan(a) | np.isnan(b), "NEU": np.not_equal,
+    "LTU": lambda a, b: ~np.greater_equal(a, b), "LEU": lambda a, b: ~np.greater(a, b),
+    "GTU": lambda a, b: ~np.less_equal(a, b), "GEU": lambda a, b: ~np.less(a, b),
+    "NUM": lambda a, b: ~np.isnan(a) & ~np.isnan(b), "NAN": lambda a, b: np.isnan(a) | np.isnan(b),
+}
+_ICMP = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal, "GT": np.greater,
+         "GE": np.greater_equal}
+_BOOL = {"AND": np.logical_and, "OR": np.logical_or, "XOR": np.logical_xor}
+
+
+def _setp(ex, cond):
+    """xSETP.cmp.bool Pd, Pd2, a, b, Pc: Pd = cond BOOL Pc, Pd2 = !cond BOOL Pc."""
+    boolop = next((_BOOL[m] for m in ex.ins.modifiers if m in _BOOL), np.logical_and)
+    pc = ex.pred(2) if ex.is_pred(2) else True
+    ex.write_pred(0, boolop(cond, pc))
+    if len(ex.ins.dsts) > 1:
+        ex.write_pred(1, boolop(~cond, pc))
+
+
+@op("FSETP")
+def fsetp(ex):
+    cmp = next(m for m in ex.ins.modifiers if m in _FCMP)
+    with np.errstate(invalid="ignore"):
+        _setp(ex, _FCMP[cmp](ex.f32(0), ex.f32(1)))
+
+
+@op("DSETP")
+def dsetp(ex):
+    cmp = next(m for m in ex.ins.modifiers if m in _FCMP)
+    with np.errstate(invalid="ignore"):
+        _setp(ex, _FCMP[cmp](ex.f64(0), ex.f64(1)))
+
+
+@op("ISETP", "UISETP")
+def isetp(ex):
+    mods = ex.ins.modifiers
+    cmp = next(m for m in mods if m in _ICMP)
+    unsigned = "U32" in mods
+    a, b = (ex.u32(0), ex.u32(1)) if unsigned else (ex.s32(0), ex.s32(1))
+    cond = _ICMP[cmp](a, b)
+    if "EX" in mods or "X" in mods:  # high words of a 64-bit compare; low result chained in
+        low = ex.pred(3) if "EX" in mods else ex.cc()  # sm_90: last predicate; sm_5x: carry/zero flag
+        eq = a == b
+        strict = {"LT": np.less, "LE": np.less, "GT": np.greater, "GE": np.greater}.get(cmp)
+        if strict is not None:
+            cond = strict(a, b) | (eq & low)
+        elif cmp == "EQ":
+            cond = eq & low
+        else:
+            cond = ~eq | low
+    _setp(ex, cond)
+
+
+# ---- FP64 --------------------------------------------------------------------------------------
+@op("DFMA")
+def dfma(ex):
+    ex.write64(0, ex.f64(0) * ex.f64(1) + ex.f64(2))
+
+
+@op("DADD")
+def dadd(ex):
+    ex.write64(0, ex.f64(0) + ex.f64(1))
+
+
+@op("DMUL")
+def dmul(ex):
+    ex.write64(0, ex.f64(0) * ex.f64(1))
+
+
+# ---- integer -----------------------------------------------------------------------------------
+def _wide(v):
+    return np.asarray(v, dtype=np.uint64)
+
+
+def _term(ex, i):
+    """Operand i as a 33-bit addend: negation is ~x + 1 so carries/borrows come out right."""
+    s = ex.ins.srcs[i]
+    raw = ex._raw(s).astype(np.uint64)
+    if s.invert:
+        raw = ~raw & M32
+    if s.negate:
+        return (~raw & M32) + np.uint64(1)
+    return raw
+
+
+@op("IADD3", "UIADD3")
+def iadd3(ex):
+    vals = _srcs_values(ex)[:3]
+    total = _term(ex, vals[0]) + _term(ex, vals[1]) + _term(ex, vals[2])
+    if "X" in ex.ins.modifiers:
+        for i in [i for i, s in enumerate(ex.ins.srcs) if s.kind in ("pred", "upred")][:2]:
+            total = total + ex.pred(i).astype(np.uint64)
+    ex.write(0, (total & M32).astype(U32))
+    for j, d in enumerate(ex.ins.dsts[1:3], start=1):
+        if d.kind in ("pred", "upred"):
+            ex.write_pred(j, ((total >> np.uint64(31 + j)) & np.uint64(1)).astype(bool))
+    if ex.ins.dsts[0].suffix and "CC" in ex.ins.dsts[0].suffix:
+        ex.write_cc((total >> np.uint64(32)) & np.uint64(1))
+
+
+@op("IADD", "IADD32I")
+def iadd(ex):
+    """Kepler/Maxwell add: .X adds the carry flag, a .CC destination writes it."""
+    total = _term(ex, 0) + _term(ex, 1)
+    if "X" in ex.ins.modifiers:
+        total = total + ex.cc().astype(np.uint64)
+    _write_with_cc(ex, total)
+
+
+def _write_with_cc(ex, total):
+    ex.write(0, (total & M32).astype(U32))
+    if "CC" in ex.ins.dsts[0].suffix:
+        ex.write_cc(((total >> np.uint64(32)) & np.uint64(1)).astype(bool))
+
+
+@op("ISCADD", "ISCADD32I")
+def iscadd(ex):
+    shift = np.uint64(ex.ins.srcs[2].value)
+    total = ((_term(ex, 0) << shift) & M32) + _term(ex, 1)
+    if "X" in ex.ins.modifiers:
+        total = total + ex.cc().astype(np.uint64)
+    _write_with_cc(ex, total)
+
+
+@op("LEA", "ULEA")
+def lea(ex):
+    """LEA d, a, b, s: d = (a << s) + b. LEA.HI d, a, b, [c,] s: d = b + high word of ({c:a} << s)
+    (.SX32: c is a's sign). A predicate destination or a .CC destination gets the carry; .X adds it."""
+    mods = ex.ins.modifiers
+    vals = _srcs_values(ex)
+    shift = np.uint64(ex.ins.srcs[vals[-1]].value)
+    a = ex.u32(vals[0]).astype(np.uint64)
+    b = _term(ex, vals[1])
+    if "HI" in mods:
+        if "SX32" in mods:
+            hi = np.where(a >> np.uint64(31), M32, np.uint64(0))
+        else:
+            hi = ex.u32(vals[2]).astype(np.uint64)
+        full = (hi << np.uint64(32)) | a
+        part = (full << shift) >> np.uint64(32) & M32 if shift else hi
+        total = b + part
+    else:
+        total = ((a << shift) & M32) + b
+    if "X" in mods:
+        preds = [i for i, s in enumerate(ex.ins.srcs) if s.kind in ("pred", "upred")]
+        total = total + (ex.pred(preds[0]).astype(np.uint64) if preds else ex.cc().astype(np.uint64))
+    ex.write(0, (total & M32).astype(U32))
+    if len(ex.ins.dsts) > 1:
+        ex.write_pred(1, ((total >> np.uint64(32)) & np.uint64(1)).astype(bool))
+    if "CC" in ex.ins.dsts[0].suffix:
+        ex.write_cc(((total >> np.uint64(32)) & np.uint64(1)).astype(bool))
+
+
+@op("IMAD", "UIMAD", "IMUL", "IMUL32I", "IMAD32I")
+def imad(ex):
+    """d = a * b + c (low word; .HI: high word of a*b plus c; .WIDE: 64-bit a*b + c64;
+    .X adds a carry: the trailing predicate on sm_90, the carry flag on Kepler)."""
+    mods = ex.ins.modifiers
+    vals = _srcs_values(ex)
+    unsigned = "U32" in mods
+    if unsigned:
+        prod = ex.u32(vals[0]).astype(np.uint64) * ex.u32(vals[1]).astype(np.uint64)
+    else:  # exact in int64 (|a*b| < 2^62); two's complement bits
+        prod = (ex.s32(vals[0]).astype(np.int64) * ex.s32(vals[1]).astype(np.int64)).view(np.uint64)
+    has_c = len(vals) >= 3
+    if "WIDE" in mods:
+        c = ex.u64(vals[2]) if has_c else np.uint64(0)
+        ex.write64(0, prod + c)
+        return
+    c = _term(ex, vals[2]) if has_c else np.uint64(0)
+    if "HI" in mods:
+        total = ((prod >> np.uint64(32)) & M32) + c
+    else:
+        total = (prod & M32) + c
+    if "X" in mods:
+        preds = [i for i, s in enumerate(ex.ins.srcs) if s.kind in ("pred", "upred")]
+        total = total + (ex.pred(preds[0]).astype(np.uint64) if preds else ex.cc().astype(np.uint64))
+    ex.write(0, (total & M32).astype(U32))
+    if len(ex.ins.dsts) > 1 and ex.ins.dsts[1].kind in ("pred", "upred"):
+        ex.write_pred(1, ((total >> np.uint64(32)) & np.uint64(1)).astype(bool))
+    if "CC" in ex.ins.dsts[0].suffix:
+        ex.write_cc(((total >> np.uint64(32)) & np.uint64(1)).astype(bool))
+
+
+@op("XMAD")
+def xmad(ex):
+    """Maxwell 16x16-bit multiply-add [maxas]: p = a.{H0|H1} * b.{H0|H1} (16-bit halves, .S16 signs);
+    .PSL shifts p left 16; the addend is c (.CLO: c's low half, .CHI: c's high half, .CBCC: c + (b << 16));
+    .MRG replaces the result's high half with b's low half. .X adds the carry, .CC writes it."""
+    mods = ex.ins.modifiers
+    srcs = ex.ins.srcs
+    a_full, b_full = ex.u32(0), ex.u32(1)
+    types = [m for m in mods if m in ("S16", "U16")]
+    a_signed = bool(types) and types[0] == "S16"
+    b_signed = len(types) > 1 and types[1] == "S16"
+    a16 = _half(a_full, "H1" in srcs[0].suffix, a_signed)
+    b16 = _half(b_full, "H1" in srcs[1].suffix, b_signed)
+    prod = (a16 * b16).astype(np.int64).astype(np.uint64) & M32
+    if "PSL" in mods:
+        prod = (prod << np.uint64(16)) & M32
+    c = ex.u32(2).astype(np.uint64)
+    if "CLO" in mods:
+        c = c & np.uint64(0xFFFF)
+    elif "CHI" in mods:
+        c = c >> np.uint64(16)
+    elif "CSFU" in mods:
+        raise NotImplementedError("XMAD.CSFU is not emulated")
+    if "CBCC" in mods:
+        c = c + ((b_full.astype(np.uint64) << np.uint64(16)) & M32)
+    total = prod + c
+    if "X" in mods:
+        total = total + ex.cc().astype(np.uint64)
+    if "MRG" in mods:
+        total = (total & np.uint64(0xFFFF)) | ((b_full.astype(np.uint64) & np.uint64(0xFFFF)) << np.uint64(16))
+    _write_with_cc(ex, total)
+
+
+def _half(v, high: bool, signed: bool):
+    h = (v >> np.uint32(16)) if high else (v & np.uint32(0xFFFF))
+    h = h.astype(np.int64)
+    return np.where(h >= 0x8000, h - 0x10000, h) if signed else h
+
+
+def _shift_amount(ex, i, limit):
+    s = ex.u32(i).astype(np.uint64)
+    if "W" in ex.ins.modifiers:
+        return s & np.uint64(limit - 1)
+    return np.minimum(s, np.uint64(limit))
+
+
+@op("SHL")
+def shl(ex):
+    s = _shift_amount(ex, 1, 32)
+    ex.write(0, ((ex.u32(0).astype(np.uint64) << s) & M32).astype(U32))
+
+
+@op("SHR")
+def shr(ex):
+    s = _shift_amount(ex, 1, 32)
+    if "U32" in ex.ins.modifiers:
+        ex.write(0, (ex.u32(0).astype(np.uint64) >> s).astype(U32))
+    else:
+        ex.write(0, (ex.s32(0).astype(np.int64) >> s.astype(np.int64)).astype(np.int32))
+
+
+@op("SHF", "USHF")
+def shf(ex):
+    """Funnel shift of {c:a} (c the high word). sm_90 picks the word by .HI (default low);
+    sm_3x/5x return the high word for .L and the low word for .R."""
+    mods = ex.ins.modifiers
+    a, c = ex.u32(0).astype(np.uint64), ex.u32(2).astype(np.uint64)
+    wide = any(m in mods for m in ("U64", "S64"))
+    s = _shift_amount(ex, 1, 64 if wide else 32)
+    val = (c << np.uint64(32)) | a
+    if "L" in mods:
+        res = np.where(s >= 64, np.uint64(0), val << np.minimum(s, np.uint64(63)))
+        hi_default = True
+    else:
+        if "S64" in mods or "S32" in mods:
+            res = (val.view(np.int64) >> np.minimum(s, np.uint64(63)).astype(np.int64)).view(np.uint64)
+        else:
+            res = np.where(s >= 64, np.uint64(0), val >> np.minimum(s, np.uint64(63)))
+        hi_default = False
+    take_hi = ("HI" in mods) if ex.emu.arch_family >= 70 else hi_default
+    ex.write(0, ((res >> np.uint64(32)) if take_hi else (res & M32)).astype(U32))
+
+
+def _lut3(a, b, c, lut):
+    r = np.zeros_like(a)
+    for i in range(8):
+        if lut >> i & 1:
+            r |= (a if i & 4 else ~a) & (b if i & 2 else ~b) & (c if i & 1 else ~c)
+    return r
+
+
+@op("LOP3", "ULOP3")
+def lop3(ex):
+    """LOP3.LUT [Pd,] d, a, b, c, lut, Pc: bitwise function given by the 8-bit truth table."""
+    vals = _srcs_values(ex)
+    r = _lut3(ex.u32(vals[0]), ex.u32(vals[1]), ex.u32(vals[2]), ex.ins.srcs[vals[3]].value)
+    pred_first = ex.ins.dsts[0].kind in ("pred", "upred")
+    if pred_first:
+        ex.write_pred(0, r != 0)
+        if ex.ins.dsts[1:]:
+            ex.write(1, r)
+    else:
+        ex.write(0, r)
+
+
+@op("LOP", "LOP32I")
+def lop(ex):
+    """Kepler/Maxwell LOP.{AND,OR,XOR,PASS_B} with ~ on operands; optional predicate destination."""
+    mods = ex.ins.modifiers
+    vals = _srcs_values(ex)
+    a, b = ex.u32(vals[0]), ex.u32(vals[1])
+    fn = next((m for m in mods if m in ("AND", "OR", "XOR", "PASS_B")), "AND")
+    r = {"AND": a & b, "OR": a | b, "XOR": a ^ b, "PASS_B": b}[fn]
+    if ex.ins.dsts[0].kind == "pred":
+        test = (r != 0) if "NZ" in mods or "Z" not in mods else (r == 0)
+        ex.write_pred(0, test)
+        if ex.ins.dsts[1:]:
+            ex.write(1, r)
+    else:
+        ex.write(0, r)
+
+
+@op("PLOP3", "UPLOP3")
+def plop3(ex):
+    preds = [i for i, s in enumerate(ex.ins.srcs) if s.kind in ("pred", "upred")]
+    luts = [s.value for s in ex.ins.srcs if s.kind == "imm"]
+    a, b, c = (ex.pred(i).astype(np.uint8) for i in preds[:3])
+    ex.write_pred(0, _lut3(a, b, c, luts[0]) & 1)
+    if len(ex.ins.dsts) > 1 and len(luts) > 1:
+        ex.write_pred(1, _lut3(a, b, c, luts[1]) & 1)
+
+
+@op("PSETP")
+def psetp(ex):
+    mods = [m for m in ex.ins.modifiers if m in _BOOL]
+    first = _BOOL[mods[0]](ex.pred(0), ex.pred(1))
+    second = _BOOL[mods[1]] if len(mods) > 1 else np.logical_and
+    pc = ex.pred(2) if ex.is_pred(2) else True
+    ex.write_pred(0, second(first, pc))
+    if len(ex.ins.dsts) > 1:
+        ex.write_pred(1, second(~first, pc))
+
+
+@op("IMNMX", "VIMNMX")
+def imnmx(ex):
+    unsigned = "U32" in ex.ins.modifiers
+    a, b = (ex.u32(0), ex.u32(1)) if unsigned else (ex.s32(0), ex.s32(1))
+    p = ex.pred(2) if ex.is_pred(2) else ("MIN" not in ex.ins.modifiers) is False
+    ex.write(0, np.where(p, np.minimum(a, b), np.maximum(a, b)))
+
+
+@op("IABS")
+def iabs(ex):
+    ex.write(0, np.abs(ex.s32(0).astype(np.int64)).astype(np.uint64) & M32)
+
+
+@op("POPC")
+def popc(ex):
+    v = ex.u32(0)
+    ex.write(0, np.unpackbits(v.view(np.uint8)).reshape(-1, 32).sum(axis=1).astype(U32))
+
+
+@op("PRMT")
+def prmt(ex):
+    a, sel, b = ex.u32(0), ex.u32(1), ex.u32(2)
+    both = pack64(a, b)
+    out = np.zeros_like(a)
+    for k in range(4):
+        nib = (sel >> np.uint32(4 * k)) & np.uint32(0xF)
+        byte = ((both >> (nib & np.uint32(7)).astype(np.uint64) * np.uint64(8)) & np.uint64(0xFF)).astype(U32)
+        sign = np.where(byte & np.uint32(0x80), np.uint32(0xFF), np.uint32(0))
+        byte = np.where(nib & np.uint32(8), sign, byte)
+        out |= byte << np.uint32(8 * k)
+    ex.write(0, out)
+
+
+@op("BFE")
+def bfe(ex):
+    v, ctl = ex.u32(0), ex.u32(1)
+    pos, length = (ctl & np.uint32(0xFF)).astype(np.uint64), ((ctl >> np.uint32(8)) & np.uint32(0xFF)).astype(np.uint64)
+    field = (v.astype(np.uint64) >> pos) & ((np.uint64(1) << length) - np.uint64(1))
+    if "U32" not in ex.ins.modifiers:
+        sign = (field >> np.maximum(length, np.uint64(1)) - np.uint64(1)) & np.uint64(1)
+        field = np.where((sign == 1) & (length > 0), field | (~((np.uint64(1) << length) - np.uint64(1))), field)
+    ex.write(0, (field & M32).astype(U32))
+
+
+@op("P2R")
+def p2r(ex):
+    mask = ex.ins.srcs[-1].value
+    out = ex.u32(1) & ~np.uint32(mask)
+    for i in range(7):
+        if mask >> i & 1:
+            out = out | (ex.st.P[i][ex.sel].astype(U32) << np.uint32(i))
+    ex.write(0, out)
+
+
+@op("R2P")
+def r2p(ex):
+    v, mask = ex.u32(1), ex.ins.srcs[-1].value
+    for i in range(7):
+        if mask >> i & 1:
+            ex._store(ex.st.P[i], ((v >> np.uint32(i)) & np.uint32(1)).astype(bool))
+
+
+# ---- conversions and SFU -------------------------------------------------------------------------
+_NP = {"F64": np.float64, "F32": np.float32, "S32": np.int32, "U32": np.uint32, "S64": np.int64,
+       "U64": np.uint64, "F16": np.float16}
+
+
+def _read_typed(ex, i, t):
+    if t == "F64":
+        return ex.f64(i)
+    if t in ("S64", "U64"):
+        return ex.u64(i).view(_NP[t])
+    if t == "F32":
+        return ex.f32(i)
+    return ex.u32(i).view(_NP[t]) if t in ("S32", "U32") else ex.u32(i).view(np.int32)
+
+
+def _write_typed(ex, v, t):
+    if t in ("F64", "S64", "U64"):
+        ex.write64(0, np.asarray(v).astype(_NP[t]).view(np.uint64))
+    elif t == "F32":
+        ex.write(0, np.asarray(v, dtype=np.float32))
+    else:
+        ex.write(0, np.asarray(v).astype(np.int64).astype(np.uint64) & M32)
+
+
+@op("I2F", "F2I", "F2F", "I2FP", "I2I")
+def convert(ex):
+    mods = [m for m in ex.ins.modifiers if m in _NP]
+    opc = ex.ins.opcode
+    defaults = {"I2F": ("F32", "S32"), "I2FP": ("F32", "S32"), "F2I": ("S32", "F32"), "F2F": ("F32", "F32"),
+                "I2I": ("S32", "S32")}[opc]
+    if len(mods) >= 2:
+        dst_t, src_t = mods[0], mods[1]
+    elif len(mods) == 1:
+        dst_t, src_t = (defaults[0], mods[0]) if opc == "F2I" else (mods[0], defaults[1])
+    else:
+        dst_t, src_t = defaults
+    v = _read_typed(ex, 0, src_t)
+    if opc == "F2I" or (opc == "F2F" and any(m in ex.ins.modifiers for m in ("TRUNC", "FLOOR", "CEIL", "RNI"))):
+        rnd = {"TRUNC": np.trunc, "FLOOR": np.floor, "CEIL": np.ceil}.get(
+            next((m for m in ex.ins.modifiers if m in ("TRUNC", "FLOOR", "CEIL")), ""), np.rint)
+        v = rnd(v)
+    _write_typed(ex, v, dst_t)
+
+
+@op("MUFU")
+def mufu(ex):
+    fn = next(m for m in ex.ins.modifiers)
+    x = ex.f32(0).astype(np.float64)
+    with np.errstate(all="ignore"):
+        r = {"RCP": lambda: 1.0 / x, "RSQ": lambda: 1.0 / np.sqrt(x), "SQRT": lambda: np.sqrt(x),
+             "EX2": lambda: np.exp2(x), "LG2": lambda: np.log2(x), "SIN": lambda: np.sin(x),
+             "COS": lambda: np.cos(x), "RCP64H": lambda: x, "RSQ64H": lambda: x}[fn]()
+    ex.write(0, r.astype(np.float32))
+
+
+# ---- memory --------------------------------------------------------------------------------------
+def _address(ex, opnd) -> np.ndarray:
+    """Per active lane: base register (32- or 64-bit) + uniform register + immediate offset."""
+    addr = np.zeros(ex.n, dtype=np.uint64)
+    if opnd.reg is not None:
+        lo = ex.st.R[ex.st.row(opnd.reg)][ex.sel].astype(np.uint64)
+        addr = lo | (ex.st.R[ex.st.row(opnd.reg + 1)][ex.sel].astype(np.uint64) << np.uint64(32)) \
+            if opnd.width == 64 and opnd.reg != 255 else lo
+    if opnd.ureg is not None and opnd.ureg != 63:
+        addr = addr + np.repeat(ex.st.UR[opnd.ureg, ex.wids].astype(np.uint64), 32)
+    addr = (addr.astype(np.int64) + np.int64(opnd.value or 0)).astype(np.uint64)
+    return addr[ex.active]
+
+
+def _mem_operand(ex):
+    return next(s for s in ex.ins.srcs if s.kind == "mem")
+
+
+def _nbytes(ex):
+    from gpusim.isa.widths import access_bits
+
+    mods = ex.ins.modifiers
+    if any(m in mods for m in ("U8", "S8", "U16", "S16")):
+        raise NotImplementedError("sub-word memory accesses are not emulated")
+    return access_bits(mods) // 8
+
+
+@op("LDG", "LD", "LDS", "LDL")
+def load(ex):
+    m = _mem_operand(ex)
+    nbytes = _nbytes(ex)
+    addrs = _address(ex, m)
+    ex.emu.record_addresses(ex, addrs, nbytes)
+    if ex.ins.opcode == "LDS":
+        words = ex.emu.shared.load(ex.emu.shared_rows(ex), addrs, nbytes)
+    elif ex.ins.opcode == "LDL":
+        raise NotImplementedError("local memory is not emulated")
+    else:
+        words = ex.emu.memory.load(addrs, nbytes)
+    full = np.zeros((words.shape[0], ex.n), dtype=U32)
+    full[:, ex.active] = words
+    for w in range(words.shape[0]):
+        ex.write(0, full[w], w)
+
+
+@op("STG", "ST", "STS", "STL")
+def store(ex):
+    m = _mem_operand(ex)
+    data = next(s for s in ex.ins.srcs if s.kind == "reg")
+    nbytes = _nbytes(ex)
+    addrs = _address(ex, m)
+    ex.emu.record_addresses(ex, addrs, nbytes)
+    words = np.stack([ex.st.R[ex.st.row(data.reg + w)][ex.sel][ex.active] if data.reg != 255
+                      else np.zeros(int(ex.active.sum()), U32) for w in range(max(1, nbytes // 4))])
+    if ex.ins.opcode == "STS":
+        ex.emu.shared.store(ex.emu.shared_rows(ex), addrs, words, nbytes)
+    elif ex.ins.opcode == "STL":
+        raise NotImplementedError("local memory is not emulated")
+    else:
+        ex.emu.memory.store(addrs, words, nbytes)
+
+
+@op("LDC", "ULDC")
+def ldc(ex):
+    for w in range(max(1, ex.ins.dsts[0].width // 32)):
+        ex.write(0, ex._raw(ex.ins.srcs[0], w), w)
+
+
+# ---- control flow ----------------------------------------------------------------------------------
+from gpusim.emu import control  # noqa: E402,F401  (registers BRA, EXIT, BAR, SSY, ...)

@@ -1,0 +1,208 @@
+"""Architectural state of the emulated warps, and `Exec`: one instruction applied to a batch of warps.
+
+Registers are stored register-major, `R[reg, lane]` with lane = warp * 32 + thread, so one register of
+a whole batch of warps is one contiguous numpy row and an instruction runs as a few vector operations
+over all lanes of all warps that sit at the same PC. 64/128-bit operands are register ranges
+(R2:R3 holds a double as low word, high word).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpusim.isa.program import PT, RZ, URZ, Instruction, Operand
+
+U32 = np.uint32
+MASK32 = 0xFFFFFFFF
+
+
+class WarpState:
+    """Registers, predicates, carry flags and uniform registers of `n_warps` warps."""
+
+    def __init__(self, n_warps: int, n_regs: int):
+        lanes = n_warps * 32
+        self.n_warps = n_warps
+        self.R = np.zeros((max(n_regs, 1) + 1, lanes), dtype=U32)  # last row stays zero (RZ reads)
+        self.n_regs = max(n_regs, 1)
+        self.P = np.zeros((8, lanes), dtype=bool)
+        self.P[PT] = True
+        self.CC = np.zeros(lanes, dtype=bool)  # carry flag (sm_3x/sm_5x .CC / .X)
+        self.UR = np.zeros((64, n_warps), dtype=U32)
+        self.UP = np.zeros((8, n_warps), dtype=bool)
+        self.UP[PT] = True
+
+    def row(self, reg: int) -> int:
+        if reg == RZ:
+            return self.n_regs
+        if reg >= self.n_regs:
+            raise IndexError(f"register R{reg} beyond the kernel's {self.n_regs} registers")
+        return reg
+
+
+def f32(x):
+    return np.asarray(x, dtype=U32).view(np.float32)
+
+
+def bits32(x):
+    return np.asarray(x, dtype=np.float32).view(U32)
+
+
+def pack64(lo, hi):
+    return np.asarray(lo, dtype=np.uint64) | (np.asarray(hi, dtype=np.uint64) << np.uint64(32))
+
+
+def unpack64(v):
+    v = np.asarray(v, dtype=np.uint64)
+    return (v & np.uint64(MASK32)).astype(U32), (v >> np.uint64(32)).astype(U32)
+
+
+class Exec:
+    """Operand access for one instruction over one batch.
+
+    `sel` selects the batch's lanes in the lane-major arrays (a slice when the warps are contiguous),
+    `wids` the warp ids, `active` the lanes that execute (warp mask and guard predicate). In uniform
+    mode (U* instructions) values are per warp instead of per lane.
+    """
+
+    def __init__(self, emu, ins: Instruction, wids: np.ndarray, sel, active: np.ndarray, uniform: bool):
+        self.emu, self.ins, self.wids, self.sel, self.active = emu, ins, wids, sel, active
+        self.st: WarpState = emu.state
+        self.uniform = uniform
+        self.n = len(wids) if uniform else len(wids) * 32
+
+    # ---- reading -------------------------------------------------------------------------------
+    def _raw(self, op: Operand, word: int = 0):
+        st = self.st
+        if op.kind == "reg":
+            if op.reg == RZ:
+                return np.zeros(self.n, U32) if not self.uniform else np.zeros(self.n, U32)
+            row = st.R[st.row(op.reg + word)]
+            vals = row[self.sel]
+            return vals if not self.uniform else vals[::32]
+        if op.kind == "ureg":
+            if op.reg == URZ:
+                return np.zeros(self.n, U32)
+            vals = st.UR[op.reg + word, self.wids]
+            return vals if self.uniform else np.repeat(vals, 32)
+        if op.kind == "const":
+            return self.emu.const_word(op, word, self)
+        if op.kind == "imm":
+            return np.full(self.n, (op.value >> (32 * word)) & MASK32 if word else op.value & MASK32, U32)
+        if op.kind == "fimm":
+            return np.full(self.n, np.float32(op.value).view(U32), U32)
+        if op.kind == "sreg":
+            return self.emu.special_register(op.suffix[0], self)
+        raise NotImplementedError(f"operand kind {op.kind} as a value")
+
+    def u32(self, i: int) -> np.ndarray:
+        op = self.ins.srcs[i]
+        v = self._raw(op)
+        if op.invert:
+            v = ~v
+        if op.negate:
+            v = (np.uint32(0) - v).astype(U32)
+        return v
+
+    def s32(self, i: int) -> np.ndarray:
+        return self.u32(i).view(np.int32)
+
+    def f32(self, i: int) -> np.ndarray:
+        op = self.ins.srcs[i]
+        v = f32(self._raw(op)) if op.kind != "fimm" else np.full(self.n, np.float32(op.value), np.float32)
+        if op.absolute:
+            v = np.abs(v)
+        if op.negate:
+            v = -v
+        return v
+
+    def u64(self, i: int) -> np.ndarray:
+        op = self.ins.srcs[i]
+        if op.kind == "imm":
+            return np.full(self.n, op.value & 0xFFFFFFFFFFFFFFFF, np.uint64)
+        return pack64(self._raw(op, 0), self._raw(op, 1))
+
+    def f64(self, i: int) -> np.ndarray:
+        op = self.ins.srcs[i]
+        if op.kind == "fimm":
+            v = np.full(self.n, op.value, np.float64)
+        elif op.kind == "imm":  # a 64-bit float's high word written as an integer
+            v = (np.full(self.n, op.value & MASK32, np.uint64) << np.uint64(32)).view(np.float64)
+        else:
+            v = self.u64(i).view(np.float64)
+        if op.absolute:
+            v = np.abs(v)
+        if op.negate:
+            v = -v
+        return v
+
+    def pred(self, i: int) -> np.ndarray:
+        op = self.ins.srcs[i]
+        if op.kind == "upred":
+            v = self.st.UP[op.reg, self.wids]
+            v = v if self.uniform else np.repeat(v, 32)
+        else:
+            v = self.st.P[op.reg][self.sel]
+            v = v[::32] if self.uniform else v
+        return ~v if op.invert else v
+
+    def is_pred(self, i: int) -> bool:
+        return i < len(self.ins.srcs) and self.ins.srcs[i].kind in ("pred", "upred")
+
+    # ---- writing -------------------------------------------------------------------------------
+    def write(self, j: int, value, word: int = 0) -> None:
+        """Write 32-bit `value` (u32/f32/s32 array or scalar) to destination j (+word)."""
+        op = self.ins.dsts[j]
+        v = np.broadcast_to(np.asarray(value).view(U32) if np.asarray(value).dtype.itemsize == 4
+                            else np.asarray(value, dtype=U32), (self.n,))
+        if op.kind == "reg":
+            if op.reg == RZ:
+                return
+            row = self.st.R[self.st.row(op.reg + word)]
+            if self.uniform:
+                raise NotImplementedError("uniform instruction writing a vector register")
+            self._store(row, v)
+        elif op.kind == "ureg":
+            if op.reg == URZ:
+                return
+            if self.uniform:
+                self.st.UR[op.reg + word, self.wids] = v
+            else:  # R2UR and friends: take the first active lane of each warp
+                self.st.UR[op.reg + word, self.wids] = self._first_active(v)
+        else:
+            raise NotImplementedError(f"destination kind {op.kind}")
+
+    def write64(self, j: int, value) -> None:
+        lo, hi = unpack64(np.asarray(value).view(np.uint64) if np.asarray(value).dtype == np.float64
+                          else np.asarray(value, dtype=np.uint64))
+        self.write(j, lo, 0)
+        self.write(j, hi, 1)
+
+    def write_pred(self, j: int, value) -> None:
+        op = self.ins.dsts[j]
+        if op.kind not in ("pred", "upred"):
+            raise NotImplementedError(f"predicate write to {op.kind}")
+        if op.reg == PT:
+            return
+        v = np.broadcast_to(np.asarray(value, dtype=bool), (self.n,))
+        if op.kind == "upred" or self.uniform:
+            self.st.UP[op.reg, self.wids] = v if self.uniform else self._first_active(v)
+        else:
+            self._store(self.st.P[op.reg], v)
+
+    def write_cc(self, value) -> None:
+        self._store(self.st.CC, np.broadcast_to(np.asarray(value, dtype=bool), (self.n,)))
+
+    def cc(self) -> np.ndarray:
+        return self.st.CC[self.sel]
+
+    def _store(self, row: np.ndarray, v: np.ndarray) -> None:
+        if isinstance(self.sel, slice):
+            np.copyto(row[self.sel], v, where=self.active)
+        else:
+            idx = self.sel[self.active]
+            row[idx] = v[self.active]
+
+    def _first_active(self, v: np.ndarray) -> np.ndarray:
+        act = self.active.reshape(-1, 32)
+        first = np.argmax(act, axis=1)
+        return v.reshape(-1, 32)[np.arange(act.shape[0]), first]

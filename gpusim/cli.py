@@ -85,6 +85,53 @@ def compile(workload: str = typer.Argument(..., help="workload name or path of a
                       f"{result['registers']} registers, toolchain {result['toolchain']})")
 
 
+@app.command()
+def emulate(workload: str = typer.Argument(..., help="workload name or path of a spec YAML"),
+            arch: str = typer.Option(..., "--arch", help="sm_35, sm_52 or sm_90"),
+            size: int = typer.Option(..., "--size", help="problem size n"),
+            check: bool = typer.Option(False, "--check", help="compare the outputs with the numpy reference"),
+            as_json: bool = typer.Option(False, "--json", help="print machine-readable JSON")):
+    """Run the kernel's real SASS in the functional emulator; print the dynamic instruction mix."""
+    import time
+
+    from gpusim.emu.run import check as check_outputs, emulate as run_emulation
+    from gpusim.workloads import find_workload
+
+    wl = find_workload(workload)
+    _check_size(wl, size)
+    t0 = time.perf_counter()
+    emu, inputs = run_emulation(wl, arch, size)
+    wall = time.perf_counter() - t0
+    mix: dict[str, int] = {}
+    for pc, warps in zip(emu.log.pcs, emu.log.warps):
+        opc = emu.program.instructions[pc].opcode
+        mix[opc] = mix.get(opc, 0) + len(warps)
+    result = {"workload": wl.name, "arch": arch, "size": size, "kernel": emu.program.kernel,
+              "ctas": len(emu.ctas), "warp_instructions": emu.warp_instructions, "wall_seconds": round(wall, 3),
+              "opcode_mix": dict(sorted(mix.items(), key=lambda kv: -kv[1]))}
+    if check:
+        result["check"] = check_outputs(wl, emu, inputs, size)
+    if as_json:
+        _emit_json(result)
+    else:
+        console.print(f"{wl.name} on {arch}, n={size}: {emu.warp_instructions:,} warp-instructions "
+                      f"over {len(emu.ctas)} CTAs in {wall:.2f} s")
+        console.print(", ".join(f"{k} {v:,}" for k, v in list(result["opcode_mix"].items())[:12]))
+        for name, c in result.get("check", {}).items():
+            colour = "green" if c["passed"] else "red"
+            console.print(f"[{colour}]check {name}: relative error {c['rel_error']:.3g} "
+                          f"(tolerance {c['tolerance']:g}) {'passed' if c['passed'] else 'FAILED'}[/{colour}]")
+    if check and not all(c["passed"] for c in result["check"].values()):
+        raise typer.Exit(1)
+
+
+def _check_size(wl, size: int) -> None:
+    if size not in wl.sizes:
+        from gpusim.errors import SpecError
+
+        raise SpecError(f"size {size} is not among the sizes workload {wl.name} supports: {wl.sizes}")
+
+
 def main() -> None:
     try:
         app(standalone_mode=False)

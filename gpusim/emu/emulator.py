@@ -103,9 +103,16 @@ class Emulator:
     def const_word(self, op, word: int, ex: Exec):
         if op.bank != 0:
             raise EmulationError(f"constant bank {op.bank} is not emulated", self._where(ex.ins))
-        if op.reg is not None or op.ureg is not None:
-            raise EmulationError("indexed constant access is not emulated", self._where(ex.ins))
-        return np.full(ex.n, self.cbank0[(op.value >> 2) + word], np.uint32)
+        offset = np.full(ex.n, op.value + 4 * word, np.int64)
+        if op.reg is not None and op.reg != 255:  # c[0x0][R2+0x10]: per-lane index
+            rows = self.state.R[self.state.row(op.reg)][ex.sel]
+            offset = offset + (rows[::32] if ex.uniform else rows).astype(np.int64)
+        if op.ureg is not None and op.ureg != 63:
+            u = self.state.UR[op.ureg, ex.wids].astype(np.int64)
+            offset = offset + (u if ex.uniform else np.repeat(u, 32))
+        if (offset < 0).any() or (offset + 4 > 4 * len(self.cbank0)).any() or (offset % 4).any():
+            raise EmulationError("constant bank access out of bounds or misaligned", self._where(ex.ins))
+        return self.cbank0[offset >> 2]
 
     def special_register(self, name: str, ex: Exec):
         tid = self.lane_tid[ex.sel] if not ex.uniform else self.lane_tid[ex.sel][::32]

@@ -255,6 +255,19 @@ def _write_with_cc(ex, total):
         ex.write_cc(((total >> np.uint64(32)) & np.uint64(1)).astype(bool))
 
 
+@op("VIADD")
+def viadd(ex):
+    ex.write(0, ((_term(ex, 0) + _term(ex, 1)) & M32).astype(U32))
+
+
+@op("ISUB")
+def isub(ex):
+    """Kepler d = a - b (.X subtracts with the carry as not-borrow)."""
+    b = ex._raw(ex.ins.srcs[1]).astype(np.uint64)
+    total = _term(ex, 0) + (~b & M32) + (ex.cc().astype(np.uint64) if "X" in ex.ins.modifiers else np.uint64(1))
+    _write_with_cc(ex, total)
+
+
 @op("ISCADD", "ISCADD32I")
 def iscadd(ex):
     shift = np.uint64(ex.ins.srcs[2].value)

@@ -44,6 +44,10 @@ def decode(arch: str, words: list[int], address: int) -> tuple[tuple[int, ...], 
     group = address // group_bytes
     slot = (address % group_bytes) // word_bytes - 1
     if slot < 0:
+        # nvdisasm leaves out the scheduling word of a lone trailing instruction (the unreachable
+        # `BRA` self-loop after the last EXIT on sm_35): no control information for it.
+        if family < 50:
+            return (words[address // word_bytes],), Control()
         raise ValueError(f"address {address:#x} is a scheduling word, not an instruction")
     sched = words[group * group_bytes // word_bytes]
     word = words[address // word_bytes]

@@ -126,6 +126,10 @@ def parse_operand(text: str, labels: dict[str, int] | None = None) -> Operand:
     if m and not suffix:
         num = PT if m.group(2) == "T" else int(m.group(2))
         return Operand("pred" if m.group(1) == "P" else "upred", raw, reg=num, invert=invert, width=1)
+    if re.match(r"^SB\d$", head):  # scoreboard (DEPBAR.LE SB5, 0x1)
+        return Operand("sb", raw, reg=int(head[2:]))
+    if re.match(r"^B\d+$", head):  # convergence barrier register (BSSY B0, target)
+        return Operand("breg", raw, reg=int(head[1:]))
     if head == "PR" or head == "UPR":
         return Operand("other", raw, suffix=(head,))
     if _INT.match(t):

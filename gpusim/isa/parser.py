@@ -134,6 +134,8 @@ def _parse_code(body: list[str], first_line: int, arch: str, table: OpcodeTable,
                                f"(gpusim/arch/{arch}.yaml)", where) from None
         try:
             encoding, control = ctl.decode(arch, words, addr)
+        except ValueError as exc:
+            raise ListingError(str(exc), where) from None
         except IndexError:
             raise ListingError("raw encoding words missing (was the listing made with nvdisasm -hex?)",
                                where) from None
@@ -151,6 +153,7 @@ def _parse_instruction(index: int, addr: int, text: str, labels: dict, table: Op
     else:
         text_body = text
     mnemonic, _, rest = text_body.partition(" ")
+    rest = re.sub(r"\(\*.*?\*\)", "", rest)  # nvdisasm annotations such as (*"BRANCH_TARGETS .L_x_0"*)
     opcode, *mods = mnemonic.split(".")
     row = table[opcode]  # KeyError -> unknown opcode
     operands = [parse_operand(t, labels) for t in split_operands(rest)] if rest.strip() else []

@@ -121,4 +121,4 @@ def environment(nvcc_version: str | None, ncu_version: str | None, cupy_version:
     return {"gpu": gpu_info(), "nvcc": nvcc_version, "ncu": ncu_version, "cupy": cupy_version,
             "python": sys.version.split()[0], "platform": platform.platform(), "hostname": socket.gethostname(),
             "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "argv": " ".join(sys.argv)}
+            "argv": " ".join([sys.executable, "-m", "gpusim.measure.run", *sys.argv[1:]])}

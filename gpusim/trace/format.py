@@ -1,0 +1,328 @@
+"""The dynamic warp trace of one emulated launch (`DynamicTrace`) and its on-disk format.
+
+A trace lists, for every warp of the emulated CTAs, the instructions it executed in order. It is
+what the timing model replays; it is produced by the functional emulator (`from_emulator`) or
+imported from an Accel-Sim SASS trace (`gpusim.trace.accelsim`).
+
+In memory
+---------
+``records``: numpy structured array, one row per executed warp instruction, sorted by (warp, seq):
+
+============  ======  ==============================================================================
+field         dtype   meaning
+============  ======  ==============================================================================
+warp          int32   global warp id = cta_linear_id * warps_per_cta + warp_in_cta, where
+                      cta_linear_id = x + y*grid.x + z*grid.x*grid.y and warp_in_cta = tid_linear // 32
+seq           int32   position of the instruction in that warp's stream (0, 1, 2, ...)
+pc_index      int32   index into ``Program.instructions`` (the byte address is ``instructions[i].address``)
+active_mask   uint32  lanes active when the warp issued the instruction, before the guard predicate
+                      (bit t = lane t)
+exec_mask     uint32  lanes that executed it: ``active_mask`` and the guard predicate (what Accel-Sim's
+                      tracer calls the mask); equal to ``active_mask`` for unguarded instructions
+mem_row       int32   row of ``addresses``/``access_bytes`` for a memory access (LDG/STG/LDS/STS/...),
+                      -1 otherwise
+============  ======  ==============================================================================
+
+``addresses``: (N_mem, 32) uint64, the byte address of each lane's access; 0 for lanes not in
+``exec_mask``. Global accesses carry the emulator's device addresses (``gpusim.emu.memory``),
+shared accesses the byte offset in the CTA's shared window as the instruction computed it.
+``access_bytes``: (N_mem,) uint8, bytes moved per lane (4, 8, 16).
+
+``header``: dict (JSON) with ``format`` ("gpusim-dynamic-trace"), ``version``, ``arch``, ``kernel``
+(mangled), ``fingerprint`` (``Program.fingerprint()``), ``grid``, ``block``, ``dynamic_shared_bytes``,
+``warps_per_cta``, ``ctas`` (emulated CTA linear ids, ascending), ``registers``, ``static_shared_bytes``,
+``workload``, ``size`` (None if unknown), ``gpusim_version``, ``source`` ("emulator" or
+"accelsim:<file>"), ``exec_mask_exact`` (False when the guard effect was not captured, see
+`record_exec_masks`), ``active_mask_exact`` (False for imported Accel-Sim traces, which carry only
+active & guard), ``n_records``, ``n_mem``.
+
+On disk
+-------
+One ``.npz`` file (``np.savez_compressed``, no pickles) with arrays ``header`` (0-d unicode string:
+the JSON header), ``records``, ``addresses``, ``access_bytes``.
+
+Version policy: ``TRACE_FORMAT_VERSION`` is bumped whenever a field is added, removed or changes
+meaning; `DynamicTrace.load` accepts only its own version and names the file otherwise (traces are
+cheap to regenerate from the listing, so no migration code is kept).
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from gpusim.errors import TraceFormatError
+
+TRACE_FORMAT = "gpusim-dynamic-trace"
+TRACE_FORMAT_VERSION = 1
+
+RECORD_DTYPE = np.dtype([("warp", np.int32), ("seq", np.int32), ("pc_index", np.int32),
+                         ("active_mask", np.uint32), ("exec_mask", np.uint32), ("mem_row", np.int32)])
+ARRAYS = ("header", "records", "addresses", "access_bytes")
+_EXEC_ATTR = "_gpusim_exec_masks"
+
+
+def record_exec_masks(emu) -> None:
+    """Capture, for every step of `emu` (not yet run), the lanes that execute: warp mask and guard.
+
+    The emulator's `TraceLog` keeps the warp mask before the guard predicate; Accel-Sim's mask and
+    the memory lanes need the mask after it. This wraps the emulator's per-instruction handlers (the
+    emulator code is unchanged): each handler call appends the `Exec.active` lanes of its batch as
+    one uint32 per warp. Call before `emu.run()`; `DynamicTrace.from_emulator` picks the masks up.
+    """
+    if getattr(emu, _EXEC_ATTR, None) is not None:
+        return
+    sink: list = []
+    setattr(emu, _EXEC_ATTR, sink)
+    full = np.uint32(0xFFFFFFFF)
+
+    def wrap(handler):
+        def run(ex):
+            if ex.uniform:  # one flag per warp: the whole warp executes or not
+                sink.append(np.where(np.asarray(ex.active, bool), full, np.uint32(0)))
+            else:
+                sink.append(np.packbits(np.asarray(ex.active, bool).reshape(-1, 32), axis=1,
+                                        bitorder="little").view(np.uint32).ravel())
+            return handler(ex)
+        return run
+
+    emu.handlers = [wrap(h) for h in emu.handlers]
+
+
+def run_traced(program, launch, params, memory, ctas=None, workload: str | None = None,
+               size: int | None = None):
+    """Emulate a launch with exact execution masks; returns (emulator, DynamicTrace)."""
+    from gpusim.emu.emulator import Emulator
+
+    emu = Emulator(program, launch, params, memory, ctas=ctas, record=True)
+    record_exec_masks(emu)
+    emu.run()
+    return emu, DynamicTrace.from_emulator(emu, workload=workload, size=size)
+
+
+class DynamicTrace:
+    """Per-warp dynamic instruction streams of one launch (see the module docstring for the fields)."""
+
+    def __init__(self, header: dict, records: np.ndarray, addresses: np.ndarray, access_bytes: np.ndarray):
+        self.header = dict(header, n_records=int(len(records)), n_mem=int(len(addresses)))
+        self.records = records
+        self.addresses = addresses
+        self.access_bytes = access_bytes
+        w = records["warp"]
+        self._warp_ids, self._starts = np.unique(w, return_index=True)
+        self._ends = np.append(self._starts[1:], len(records)).astype(np.int64)
+
+    # ---- construction --------------------------------------------------------------------------
+    @classmethod
+    def from_emulator(cls, emu, workload: str | None = None, size: int | None = None) -> "DynamicTrace":
+        """Build the trace from a finished `Emulator` run with `record=True` (vectorised over steps)."""
+        log = emu.log
+        n_steps = len(log.pcs)
+        if n_steps == 0:
+            raise TraceFormatError("the emulator recorded no steps (was it run with record=True?)",
+                                   emu.program.kernel)
+        launch, program = emu.launch, emu.program
+        wpc = launch.warps_per_cta
+        counts = np.fromiter((len(w) for w in log.warps), dtype=np.int64, count=n_steps)
+        local = np.concatenate(log.warps).astype(np.int64)
+        ctas = np.asarray(emu.ctas, dtype=np.int64)
+        gwarp = ctas[np.asarray(emu.warp_cta)[local]] * wpc + local % wpc
+        pcs = np.repeat(np.asarray(log.pcs, dtype=np.int64), counts)
+        active = np.concatenate(log.masks).astype(np.uint32)
+
+        exec_src = getattr(log, "exec_masks", None) or getattr(emu, _EXEC_ATTR, None)
+        exec_exact = exec_src is not None and len(exec_src) == n_steps
+        if exec_exact:
+            exec_mask = np.concatenate(exec_src).astype(np.uint32) & active
+        else:
+            exec_mask = active.copy()
+
+        # memory steps: their records take consecutive address rows, in step order
+        mem_steps = np.array(sorted(log.mem), dtype=np.int64)
+        is_mem_step = np.zeros(n_steps, dtype=bool)
+        is_mem_step[mem_steps] = True
+        is_mem = np.repeat(is_mem_step, counts)
+        n_mem = int(is_mem.sum())
+        mem_row = np.full(len(pcs), -1, dtype=np.int64)
+        mem_row[is_mem] = np.arange(n_mem)
+        if n_mem:
+            addresses = np.concatenate([log.mem[s][0] for s in mem_steps]).astype(np.uint64).reshape(-1, 32)
+            access_bytes = np.repeat(np.array([log.mem[s][1] for s in mem_steps], dtype=np.uint8),
+                                     counts[mem_steps])
+        else:
+            addresses = np.zeros((0, 32), np.uint64)
+            access_bytes = np.zeros(0, np.uint8)
+        if addresses.shape[0] != n_mem:
+            raise TraceFormatError(f"emulator log has {addresses.shape[0]} address rows for {n_mem} memory "
+                                   "records", program.kernel)
+        if not exec_exact:
+            # without the guard capture the best evidence for memory lanes is the recorded address
+            guarded = np.array([ins.guard is not None and not (ins.guard == 7 and not ins.guard_negated)
+                                for ins in program.instructions], dtype=bool)[pcs]
+            sel = np.flatnonzero(is_mem & guarded)
+            lanes = addresses[mem_row[sel]] != 0
+            exec_mask[sel] &= np.packbits(lanes, axis=1, bitorder="little").view(np.uint32).ravel()
+
+        order = np.argsort(gwarp, kind="stable")  # steps are in time order: stable sort keeps it per warp
+        gw = gwarp[order]
+        first = np.r_[True, gw[1:] != gw[:-1]]
+        start_of = np.maximum.accumulate(np.where(first, np.arange(len(gw)), 0))
+        records = np.empty(len(gw), dtype=RECORD_DTYPE)
+        records["warp"] = gw
+        records["seq"] = np.arange(len(gw)) - start_of
+        records["pc_index"] = pcs[order]
+        records["active_mask"] = active[order]
+        records["exec_mask"] = exec_mask[order]
+        old_rows = mem_row[order]
+        has = old_rows >= 0
+        new_rows = np.full(len(gw), -1, dtype=np.int64)
+        new_rows[has] = np.arange(n_mem)
+        records["mem_row"] = new_rows
+        addresses = addresses[old_rows[has]]
+        access_bytes = access_bytes[old_rows[has]]
+        exec_of_mem = records["exec_mask"][has]
+        lane_bits = ((exec_of_mem[:, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
+        addresses = np.where(lane_bits, addresses, np.uint64(0))
+
+        header = make_header(program, launch.grid, launch.block, launch.dynamic_shared_bytes, wpc,
+                             sorted(int(c) for c in emu.ctas), workload=workload, size=size, source="emulator",
+                             exec_mask_exact=bool(exec_exact), active_mask_exact=True)
+        return cls(header, records, np.ascontiguousarray(addresses), access_bytes)
+
+    # ---- queries ---------------------------------------------------------------------------------
+    @property
+    def n_warp_instructions(self) -> int:
+        return len(self.records)
+
+    @property
+    def n_thread_instructions(self) -> int:
+        """Executed lane-instructions (popcount of the execution masks)."""
+        m = self.records["exec_mask"]
+        return int(np.unpackbits(m.view(np.uint8)).sum())
+
+    @property
+    def warp_ids(self) -> np.ndarray:
+        return self._warp_ids
+
+    def warp_stream(self, w: int) -> np.ndarray:
+        """The records of global warp `w`, in execution order (a view; empty if the warp is absent)."""
+        i = int(np.searchsorted(self._warp_ids, w))
+        if i == len(self._warp_ids) or self._warp_ids[i] != w:
+            return self.records[0:0]
+        return self.records[self._starts[i]:self._ends[i]]
+
+    def mem_addresses(self, record) -> tuple[np.ndarray, int] | None:
+        """(addresses (32,) uint64, bytes per lane) of one record, or None if it is not a memory access."""
+        row = int(record["mem_row"])
+        if row < 0:
+            return None
+        return self.addresses[row], int(self.access_bytes[row])
+
+    def opcode_mix(self, program, by: str = "opcode") -> dict[str, int]:
+        """Executed warp instructions per base opcode (by='opcode'), full opcode ('full') or unit ('unit')."""
+        keys = {"opcode": lambda i: i.opcode, "full": lambda i: i.full_opcode, "unit": lambda i: i.unit}[by]
+        self.check_program(program)
+        counts = np.bincount(self.records["pc_index"], minlength=len(program.instructions))
+        mix: dict[str, int] = {}
+        for ins, n in zip(program.instructions, counts):
+            if n:
+                k = keys(ins)
+                mix[k] = mix.get(k, 0) + int(n)
+        return dict(sorted(mix.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    def check_program(self, program, where: str | None = None) -> None:
+        fp = program.fingerprint()
+        if self.header.get("fingerprint") != fp:
+            raise TraceFormatError(
+                f"trace is of program {self.header.get('kernel')} (fingerprint {self.header.get('fingerprint')}) "
+                f"but the program given is {program.kernel} {program.arch} (fingerprint {fp})",
+                where or self.header.get("source"))
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, DynamicTrace) and self.header == other.header
+                and np.array_equal(self.records, other.records) and np.array_equal(self.addresses, other.addresses)
+                and np.array_equal(self.access_bytes, other.access_bytes))
+
+    def __repr__(self) -> str:
+        h = self.header
+        return (f"DynamicTrace({h.get('kernel')} {h.get('arch')}, {len(self._warp_ids)} warps, "
+                f"{self.n_warp_instructions} warp instructions, {len(self.addresses)} memory accesses)")
+
+    # ---- files -----------------------------------------------------------------------------------
+    def save(self, path) -> Path:
+        """Write the trace to `path` (exactly that name; `.npz` recommended)."""
+        path = Path(path)
+        with open(path, "wb") as f:
+            np.savez_compressed(f, header=np.array(json.dumps(self.header, sort_keys=True)), records=self.records,
+                                addresses=self.addresses, access_bytes=self.access_bytes)
+        return path
+
+    @classmethod
+    def load(cls, path, program=None) -> "DynamicTrace":
+        """Read a trace written by `save`; checks version, completeness and (with `program`) the fingerprint."""
+        path = Path(path)
+        where = str(path)
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                missing = [a for a in ARRAYS if a not in z.files]
+                if missing:
+                    raise TraceFormatError(f"not a gpusim trace: array(s) {', '.join(missing)} missing", where)
+                header = json.loads(str(z["header"][()]))
+                records, addresses, access_bytes = z["records"], z["addresses"], z["access_bytes"]
+        except TraceFormatError:
+            raise
+        except FileNotFoundError:
+            raise TraceFormatError("no such trace file", where) from None
+        except (zipfile.BadZipFile, EOFError, ValueError, KeyError, OSError, json.JSONDecodeError,
+                zipfile.LargeZipFile) as exc:
+            raise TraceFormatError(f"truncated or corrupt trace file ({type(exc).__name__}: {exc})", where) from None
+        if not isinstance(header, dict) or header.get("format") != TRACE_FORMAT:
+            raise TraceFormatError(f"not a gpusim trace (format {header.get('format') if isinstance(header, dict) else None!r})",
+                                   where)
+        if header.get("version") != TRACE_FORMAT_VERSION:
+            raise TraceFormatError(f"trace format version {header.get('version')} but this gpusim reads version "
+                                   f"{TRACE_FORMAT_VERSION}; regenerate the trace", where)
+        if records.dtype != RECORD_DTYPE:
+            raise TraceFormatError(f"records have fields {records.dtype} instead of {RECORD_DTYPE}", where)
+        if addresses.dtype != np.uint64 or addresses.ndim != 2 or addresses.shape[1:] != (32,) \
+                or access_bytes.shape != (addresses.shape[0],):
+            raise TraceFormatError(f"address arrays have shapes {addresses.shape}/{access_bytes.shape}", where)
+        if header.get("n_records") != len(records) or header.get("n_mem") != len(addresses):
+            raise TraceFormatError(f"header says {header.get('n_records')} records / {header.get('n_mem')} memory rows, "
+                                   f"file holds {len(records)} / {len(addresses)}", where)
+        rows = records["mem_row"]
+        if len(rows) and (rows.max() >= len(addresses) or rows.min() < -1):
+            raise TraceFormatError("memory row index out of range", where)
+        trace = cls(header, records, addresses, access_bytes)
+        if program is not None:
+            trace.check_program(program, where)
+        return trace
+
+
+def make_header(program, grid, block, dynamic_shared_bytes: int, warps_per_cta: int, ctas: list[int], *,
+                workload=None, size=None, source: str, exec_mask_exact: bool, active_mask_exact: bool) -> dict:
+    import gpusim
+
+    return {
+        "format": TRACE_FORMAT,
+        "version": TRACE_FORMAT_VERSION,
+        "arch": program.arch,
+        "kernel": program.kernel,
+        "fingerprint": program.fingerprint(),
+        "registers": int(program.registers),
+        "static_shared_bytes": int(program.shared_bytes),
+        "grid": [int(x) for x in grid],
+        "block": [int(x) for x in block],
+        "dynamic_shared_bytes": int(dynamic_shared_bytes),
+        "warps_per_cta": int(warps_per_cta),
+        "ctas": [int(c) for c in ctas],
+        "workload": getattr(workload, "name", workload),
+        "size": None if size is None else int(size),
+        "gpusim_version": gpusim.__version__,
+        "source": source,
+        "exec_mask_exact": bool(exec_mask_exact),
+        "active_mask_exact": bool(active_mask_exact),
+    }

@@ -173,8 +173,8 @@ def test_malformed_line_names_file_and_line(exported, tmp_path):
 
 def test_trace_of_another_program_is_rejected(exported):
     program, _, _, path = exported
-    other = parse_listing(DATA / ("demo_sm_35.sass"))
-    kernel: AccelSimKernel = read_kernel_trace(path, arch=other.arch if False else None)
+    other = parse_listing(DATA / "demo_sm_35.sass")  # same kernel name, other code
+    kernel: AccelSimKernel = read_kernel_trace(path)
     with pytest.raises(TraceFormatError, match="PC 0x|in the program"):
         to_dynamic_trace(kernel, other)
 

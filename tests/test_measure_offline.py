@@ -589,3 +589,17 @@ def test_command_line_end_to_end_on_fake_tools(tmp_path, specs):
     assert rec96["ncu"] is None and rec96["timing"]["reps"] == 50  # --ncu-sizes 64 only
     lines = (out / "summary.csv").read_text().splitlines()
     assert len(lines) == 4 and lines[1].startswith("mmC,64,ok,True")
+
+
+def test_reference_matches_spec_and_einsum_flops(tmp_path):
+    from gpusim.workloads import list_workloads
+    specs = {wl.name: wl for wl in list_workloads()}
+    if "simpleMatMatMul" not in specs:
+        pytest.skip("traces/workloads/simpleMatMatMul.yaml not present")
+    wl = specs["simpleMatMatMul"]
+    inputs = wl.make_inputs(64, seed=3)
+    ours, theirs = marshal.reference(wl, inputs, 64), wl.reference_outputs(inputs, 64)
+    for k in theirs:
+        np.testing.assert_allclose(ours[k], theirs[k], rtol=1e-12, atol=1e-12)
+    if "einsum" in wl.reference[next(iter(wl.reference))]:
+        assert marshal.flops(wl, 128)[0] == 2.0 * 128 ** 3

@@ -74,23 +74,34 @@ def push_reconvergence(ex):
 
 @op("SYNC", "BSYNC")
 def sync(ex):
-    """The current path reached its reconvergence point: resume a pending path, or the merged warp."""
-    emu = ex.emu
-    for k, w in enumerate(ex.wids):
+    """The active lanes reached their reconvergence point."""
+    sync_lanes(ex.emu, ex.ins, ex.wids, _taken(ex))
+    return True
+
+
+def sync_lanes(emu, ins, wids, taken):
+    """Lanes in `taken` (per warp) reached the reconvergence point. If they are the whole active
+    path, the warp resumes a pending path or the merged mask; otherwise they park (they are in the
+    SSY/BSSY entry's mask) and the other lanes go on."""
+    for k, w in enumerate(wids):
         w = int(w)
-        if not _taken(ex)[k].any():  # guarded off for every lane: falls through
-            emu.pc[w] = ex.ins.index + 1
+        mask = emu.mask[w]
+        if not taken[k].any():
+            emu.pc[w] = ins.index + 1
+            continue
+        if not (taken[k] == mask).all():
+            emu.mask[w] = mask & ~taken[k]
+            emu.pc[w] = ins.index + 1
             continue
         stack = emu.stacks[w]
-        kind, pc, mask = stack.pop() if stack else ("sync", ex.ins.index + 1, emu.mask[w])
-        mask = mask & ~emu.exited[w]
-        if kind == "sync" and ex.ins.opcode == "BSYNC":
-            pc = ex.ins.index + 1  # BSYNC sits at the convergence point itself
-        emu.mask[w] = mask
+        kind, pc, merged = stack.pop() if stack else ("sync", ins.index + 1, mask)
+        merged = merged & ~emu.exited[w]
+        if kind == "sync" and ins.opcode == "BSYNC":
+            pc = ins.index + 1  # BSYNC sits at the convergence point itself
+        emu.mask[w] = merged
         emu.pc[w] = pc
-        if not mask.any():
+        if not merged.any():
             emu.resume_pending(w)
-    return True
 
 
 @op("BRK")

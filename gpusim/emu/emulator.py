@@ -86,23 +86,32 @@ class Emulator:
         self.handlers = [ops.handler(program.arch, ins) for ins in program.instructions]
 
     # ---- launch state ------------------------------------------------------------------------
+    # Constant bank 0 layout per architecture family: (block dims, grid dims, stack pointer) offsets.
+    # Read off the committed listings, where blockIdx * blockDim multiplies c[0x0][..] and the
+    # prologue loads the stack pointer into R1: sm_35 c[0x0][0x28]/[0x44], sm_52 c[0x0][0x8]/[0x20],
+    # sm_90 c[0x0][0x0]/[0x28].
+    CBANK0_LAYOUT = {3: (0x28, 0x34, 0x44), 5: (0x8, 0x14, 0x20), 9: (0x0, 0xC, 0x28)}
+
     def _constant_bank(self, params: bytes) -> np.ndarray:
-        """Constant bank 0: block and grid dimensions at 0x0..0x14, the kernel parameters at the
-        architecture's parameter window (from the cubin's EIATTR_PARAM_CBANK), a local-memory stack
-        pointer. Offsets as the ABI lays them out (seen in the listings: c[0x0][0x140] on sm_3x/5x,
-        c[0x0][0x210] on sm_90)."""
+        """Constant bank 0: block and grid dimensions, a local-memory stack pointer, and the kernel
+        parameters at the window the cubin names (EIATTR_PARAM_CBANK)."""
         size = max(self.program.const_bank0_bytes, self.program.param_base + len(params), 0x400)
         bank = np.zeros(-(-size // 4) * 4, dtype=np.uint8)
-        dims = np.array(list(self.launch.block) + list(self.launch.grid), dtype=np.uint32)
-        bank[0:24] = dims.view(np.uint8)
-        stack_slot = 0x44 if self.arch_family < 50 else (0x20 if self.arch_family < 70 else 0x28)
-        bank[stack_slot:stack_slot + 4] = np.array([0xFFFC00], np.uint32).view(np.uint8)
+        ntid, nctaid, stack = self.CBANK0_LAYOUT[self.arch_family // 10]
+        bank[ntid:ntid + 12] = np.array(self.launch.block, dtype=np.uint32).view(np.uint8)
+        bank[nctaid:nctaid + 12] = np.array(self.launch.grid, dtype=np.uint32).view(np.uint8)
+        bank[stack:stack + 4] = np.array([0xFFFC00], np.uint32).view(np.uint8)
         bank[self.program.param_base:self.program.param_base + len(params)] = np.frombuffer(params, np.uint8)
         return bank.view(np.uint32)
 
     def const_word(self, op, word: int, ex: Exec):
         if op.bank != 0:
-            raise EmulationError(f"constant bank {op.bank} is not emulated", self._where(ex.ins))
+            data = self.program.const_banks.get(op.bank)
+            if data is None or op.reg is not None or op.value + 4 * word + 4 > len(data):
+                raise EmulationError(f"constant bank {op.bank} offset {op.value:#x} is not in the cubin",
+                                     self._where(ex.ins))
+            raw = data[op.value + 4 * word:op.value + 4 * word + 4]
+            return np.full(ex.n, int.from_bytes(raw, "little"), np.uint32)
         offset = np.full(ex.n, op.value + 4 * word, np.int64)
         if op.reg is not None and op.reg != 255:  # c[0x0][R2+0x10]: per-lane index
             rows = self.state.R[self.state.row(op.reg)][ex.sel]
@@ -185,6 +194,10 @@ class Emulator:
             raise EmulationError(f"{exc}", self._where(ins)) from None
         if next_pc is None:
             self.pc[wids] = pc + 1
+            if self.arch_family < 50 and "S" in ins.modifiers:  # Kepler `.S`: then sync (pop SSY)
+                from gpusim.emu.control import sync_lanes
+
+                sync_lanes(self, ins, wids, active.reshape(-1, 32))
         # control-flow handlers set self.pc themselves and return True
 
     # ---- memory -----------------------------------------------------------------------------------

@@ -524,6 +524,15 @@ def bfe(ex):
     ex.write(0, (field & M32).astype(U32))
 
 
+@op("BFI")
+def bfi(ex):
+    """BFI d, a, ctl, c: insert the low `len` bits of a into c at bit `pos` (ctl = len << 8 | pos)."""
+    a, ctl, c = ex.u32(0).astype(np.uint64), ex.u32(1).astype(np.uint64), ex.u32(2).astype(np.uint64)
+    pos, length = ctl & np.uint64(0xFF), (ctl >> np.uint64(8)) & np.uint64(0xFF)
+    field = ((np.uint64(1) << np.minimum(length, np.uint64(32))) - np.uint64(1)) << pos
+    ex.write(0, (((a << pos) & field) | (c & ~field)) & M32)
+
+
 @op("P2R")
 def p2r(ex):
     mask = ex.ins.srcs[-1].value

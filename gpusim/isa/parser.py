@@ -76,6 +76,8 @@ def parse_listing_text(text: str, source: str = "<listing>", kernel: str | None 
         params=[(base + off, (flags >> 18) & 0x3FFF) for _, off, flags in params],
         const_bank0_bytes=_zero_size(sections.get(f".nv.constant0.{kernel}", (0, []))[1]),
         frame_bytes=_per_kernel(global_info, "EIATTR_FRAME_SIZE", kernel), source=source,
+        const_banks={int(m.group(1)): _data_bytes(body) for name, (_, body) in sections.items()
+                     if (m := re.match(rf"^\.nv\.constant(\d+)\.{re.escape(kernel)}$", name)) and m.group(1) != "0"},
         toolchain=_ptxas_version(sections.get(".note.nv.tkinfo", (0, []))[1]))
 
 
@@ -200,6 +202,18 @@ def _registers(body: list[str], global_info: dict, kernel: str) -> int:
         if m:
             return int(m.group(1))
     return _per_kernel(global_info, "EIATTR_REGCOUNT", kernel)
+
+
+def _data_bytes(body: list[str]) -> bytes:
+    """Initialised data of a section (.byte/.short/.word/.dword directives, little-endian)."""
+    size = {"byte": 1, "short": 2, "word": 4, "dword": 8}
+    out = bytearray()
+    for ln in body:
+        m = _DATA.match(ln)
+        if m:
+            for tok in m.group(2).split(","):
+                out += int(tok.strip(), 16).to_bytes(size[m.group(1)], "little")
+    return bytes(out)
 
 
 def _zero_size(body: list[str]) -> int:

@@ -21,7 +21,8 @@ Files of one application directory::
     -nvbit version = <v>              -accelsim tracer version = 5
     -enable lineinfo = 0|1
                                       (one per line, in this order)
-    #traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num [reg_srcs] mem_width [adrrescompress?] [mem_addresses] immediate
+    #traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num [reg_srcs] mem_width
+                     [adrrescompress?] [mem_addresses] immediate        (one line in the file)
 
     #BEGIN_TB
     thread block = x,y,z
@@ -50,6 +51,17 @@ Instruction line (fields separated by one space; the tracer leaves a trailing sp
 - immediate: ``%d`` of the last integer-immediate operand (Accel-Sim uses it only for DEPBAR).
 - Trace version < 3 lines start with ``cta_x cta_y cta_z warp_in_cta``; ``-enable lineinfo = 1``
   adds a leading source line number; version 3 has no trailing immediate. All are read.
+
+What our export fills in without a GPU (everything else is the emulated stream, tracer-formatted):
+``-shmem`` is CUDA's static figure (`static_shared_bytes`) plus the launch's dynamic bytes;
+``-cuda stream id = 0``; the generic-window bases are synthetic (`SHMEM_BASE`, `LOCAL_BASE`: only
+used by Accel-Sim to classify generic LD/ST); ``-nvbit version = 1.7``. The mask is the trace's
+`exec_mask`, exact only when the trace says ``exec_mask_exact`` (`record_exec_masks`). A memory
+operand without an address register is listed as R255 (NVBit's `ra_num` there is not documented).
+Base-stride is used only for strides that fit the tracer's `int` (it would truncate larger ones).
+Accel-Sim's own parser accepts at most 4 sources (`trace_parser.h` MAX_SRC 4, the tracer's is 5) and
+reads n_active deltas in base-delta mode (one more than the tracer writes: it swallows the
+immediate); both are properties of Accel-Sim, shared by real traces, and left as they are.
 """
 
 from __future__ import annotations
@@ -424,7 +436,8 @@ def read_kernel_trace(path, arch: str | None = None) -> AccelSimKernel:
                 ins.unit, ins.line = row.unit, lineno
                 stream.append(ins)
         except (EOFError, lzma.LZMAError, UnicodeDecodeError) as exc:
-            raise TraceFormatError(f"truncated or corrupt trace file ({type(exc).__name__}: {exc})", str(path)) from None
+            raise TraceFormatError(f"truncated or corrupt trace file ({type(exc).__name__}: {exc})",
+                                   str(path)) from None
     if in_tb:
         raise TraceFormatError("file ends inside a thread block (no #END_TB): truncated?", str(path))
     for need in ("kernel_name", "grid", "block"):

@@ -280,8 +280,8 @@ class DynamicTrace:
                 zipfile.LargeZipFile) as exc:
             raise TraceFormatError(f"truncated or corrupt trace file ({type(exc).__name__}: {exc})", where) from None
         if not isinstance(header, dict) or header.get("format") != TRACE_FORMAT:
-            raise TraceFormatError(f"not a gpusim trace (format {header.get('format') if isinstance(header, dict) else None!r})",
-                                   where)
+            fmt = header.get("format") if isinstance(header, dict) else None
+            raise TraceFormatError(f"not a gpusim trace (format {fmt!r})", where)
         if header.get("version") != TRACE_FORMAT_VERSION:
             raise TraceFormatError(f"trace format version {header.get('version')} but this gpusim reads version "
                                    f"{TRACE_FORMAT_VERSION}; regenerate the trace", where)
@@ -291,8 +291,8 @@ class DynamicTrace:
                 or access_bytes.shape != (addresses.shape[0],):
             raise TraceFormatError(f"address arrays have shapes {addresses.shape}/{access_bytes.shape}", where)
         if header.get("n_records") != len(records) or header.get("n_mem") != len(addresses):
-            raise TraceFormatError(f"header says {header.get('n_records')} records / {header.get('n_mem')} memory rows, "
-                                   f"file holds {len(records)} / {len(addresses)}", where)
+            raise TraceFormatError(f"header says {header.get('n_records')} records / {header.get('n_mem')} memory "
+                                   f"rows, file holds {len(records)} / {len(addresses)}", where)
         rows = records["mem_row"]
         if len(rows) and (rows.max() >= len(addresses) or rows.min() < -1):
             raise TraceFormatError("memory row index out of range", where)

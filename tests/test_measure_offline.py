@@ -549,9 +549,10 @@ sys.exit(rc)
 '''
 
 
-def test_command_line_end_to_end_on_fake_tools(tmp_path, specs):
+@pytest.fixture
+def fake_tools(tmp_path):
+    """(bin dir, environment) with fake nvcc, nvidia-smi, ncu on PATH and a fake cupy on PYTHONPATH."""
     import os
-    import subprocess
     import sys
 
     bin_dir, pkg = tmp_path / "bin", tmp_path / "pkgs" / "cupy"
@@ -564,6 +565,14 @@ def test_command_line_end_to_end_on_fake_tools(tmp_path, specs):
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
                PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), str(pkg.parent)]))
     env.pop("GPUSIM_NVCC13", None)
+    return bin_dir, env
+
+
+def test_command_line_end_to_end_on_fake_tools(tmp_path, specs, fake_tools):
+    import subprocess
+    import sys
+
+    bin_dir, env = fake_tools
     out = tmp_path / "out"
     spec = str(specs["mmC"].spec_path)
     proc = subprocess.run([sys.executable, "-m", "gpusim.measure.run", "--out", str(out), "--workloads", spec,
@@ -603,3 +612,29 @@ def test_reference_matches_spec_and_einsum_flops(tmp_path):
         np.testing.assert_allclose(ours[k], theirs[k], rtol=1e-12, atol=1e-12)
     if "einsum" in wl.reference[next(iter(wl.reference))]:
         assert marshal.flops(wl, 128)[0] == 2.0 * 128 ** 3
+
+
+def test_deadline_skips_workloads_but_writes_summary(tmp_path, specs, fake_tools):
+    import subprocess
+    import sys
+
+    bin_dir, env = fake_tools
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "gpusim.measure.run", "--out", str(out), "--workloads",
+                           str(specs["mmC"].spec_path), "--sizes-from", "64", "--deadline", "0", "--ncu",
+                           "--nvcc", str(bin_dir / "nvcc"), "--ncu-path", str(bin_dir / "ncu")],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rec = json.loads((out / "mmC__n64.json").read_text())
+    assert "deadline" in rec["skipped"] and rec["timing"] is None and rec["ncu"] is None
+    assert (out / "summary.csv").read_text().splitlines()[1].startswith("mmC,64,skipped")
+
+
+def test_run_group_kills_on_timeout():
+    import sys
+    import time
+
+    from gpusim.measure.procs import run_group
+    t0 = time.monotonic()
+    rc, _, err = run_group([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.5)
+    assert rc == 124 and "timed out" in err and time.monotonic() - t0 < 10

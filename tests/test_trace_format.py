@@ -92,17 +92,6 @@ def test_opcode_mix_sums_to_warp_instructions(traced):
     assert trace.opcode_mix(program)["FFMA"] > 0
 
 
-def test_without_exec_capture_the_trace_says_so(workload):
-    program = parse_listing(DATA / "demo_sm_90.sass")
-    launch, params, memory, _ = build_launch(workload, program, N)
-    emu = Emulator(program, launch, params, memory, ctas=[3]).run()
-    trace = DynamicTrace.from_emulator(emu)
-    assert not trace.header["exec_mask_exact"]
-    assert trace.header["ctas"] == [3] and set(trace.warp_ids) == set(range(96, 128))
-    assert trace.n_warp_instructions == emu.warp_instructions
-    assert trace.warp_stream(0).size == 0
-
-
 def test_save_load_round_trip(traced, tmp_path):
     program, _, trace = traced
     path = trace.save(tmp_path / "t.npz")

@@ -52,6 +52,7 @@ class TraceLog:
     pcs: list = field(default_factory=list)  # instruction index per step
     warps: list = field(default_factory=list)  # warp ids (np array) per step
     masks: list = field(default_factory=list)  # active lane masks (uint32 per warp) per step
+    exec_masks: list = field(default_factory=list)  # lanes that executed: mask and guard (uint32 per warp)
     mem: dict = field(default_factory=dict)  # step number -> (addresses (nw, 32) uint64, bytes per lane)
 
 
@@ -178,6 +179,10 @@ class Emulator:
         if uniform:
             active = active.reshape(-1, 32).any(axis=1)
         ex = Exec(self, ins, wids, sel, active, uniform)
+        if self.record:
+            self.log.exec_masks.append(np.where(active, np.uint32(0xFFFFFFFF), np.uint32(0)) if uniform else
+                                       np.packbits(active.reshape(-1, 32), axis=1, bitorder="little")
+                                       .view(np.uint32).ravel())
         self.warp_instructions += len(wids)
         if self.record:
             self.log.pcs.append(pc)
@@ -186,8 +191,7 @@ class Emulator:
         try:
             next_pc = self.handlers[pc](ex)
         except MemoryFault as fault:
-            lane = int(np.flatnonzero(active)[fault.lane]) if False else fault.lane
-            raise EmulationError(self._fault_text(ins, wids, sel, fault, lane), self.program.kernel) from None
+            raise EmulationError(self._fault_text(ins, wids, active, fault), self.program.kernel) from None
         except EmulationError:
             raise
         except (NotImplementedError, IndexError, ValueError) as exc:
@@ -245,9 +249,10 @@ class Emulator:
     def _where(self, ins) -> str:
         return f"{self.program.kernel} PC {ins.address:#06x} `{ins.text}`"
 
-    def _fault_text(self, ins, wids, sel, fault: MemoryFault, lane_in_active: int) -> str:
-        active_lanes = np.flatnonzero(self.mask[wids].ravel())
-        lane = int(active_lanes[min(lane_in_active, len(active_lanes) - 1)]) if len(active_lanes) else 0
+    def _fault_text(self, ins, wids, active, fault: MemoryFault) -> str:
+        """The fault's lane index counts the executing lanes of the batch; name its CTA and thread."""
+        active_lanes = np.flatnonzero(active)
+        lane = int(active_lanes[min(fault.lane, len(active_lanes) - 1)]) if len(active_lanes) else 0
         w = int(wids[lane // 32])
         cta = self.ctas[self.warp_cta[w]]
         tid = int(self.lane_tid[w * 32 + lane % 32])

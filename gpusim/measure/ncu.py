@@ -22,8 +22,9 @@ import io
 import json
 import os
 import re
-import subprocess
 from pathlib import Path
+
+from gpusim.measure.procs import run_group
 
 STALL_REASONS = ("barrier", "branch_resolving", "dispatch_stall", "drain", "gmma", "imc_miss", "lg_throttle",
                  "long_scoreboard", "math_pipe_throttle", "membar", "mio_throttle", "misc", "no_instruction",
@@ -143,12 +144,8 @@ class NcuProfiler:
         self._runner = runner or self._subprocess
 
     def _subprocess(self, cmd: list[str], log_file: Path) -> tuple[int, str]:
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=self.timeout, env=self.env)
-            rc, out = proc.returncode, proc.stdout + proc.stderr
-        except subprocess.TimeoutExpired:
-            rc, out = 124, f"ncu timed out after {self.timeout:g} s"
-        return rc, (log_file.read_text(errors="replace") if log_file.exists() else "") + "\n" + out
+        rc, out, err = run_group(cmd, self.timeout, env=self.env)
+        return rc, (log_file.read_text(errors="replace") if log_file.exists() else "") + "\n" + out + err
 
     def _attempt(self, metrics: list[str], kernel_base: str, child: list[str], count: int, tag: str,
                  stem: str) -> dict:

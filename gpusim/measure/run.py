@@ -7,8 +7,8 @@ Phases (the parent process never touches the GPU itself):
    gpusim.toolchain.compile);
 2. one child process per workload (`--in-process`) checks and times each size and writes
    DIR/<workload>__n<size>.json, so a kernel that corrupts its CUDA context spoils only its workload;
-3. with --ncu, ncu profiles one launch per (workload, size) of a `--single` child and adds the
-   counters to the JSON;
+3. with --ncu, one ncu run per workload profiles one launch of each size, made by a `--single`
+   child, and adds the counters to each size's JSON;
 4. DIR/summary.csv and a compact table.
 """
 
@@ -18,7 +18,6 @@ import argparse
 import json
 import math
 import statistics
-import subprocess
 import sys
 import time
 import traceback
@@ -28,6 +27,7 @@ from gpusim import REPO_ROOT
 from gpusim.measure import marshal, record
 from gpusim.measure.build import BuildError, CubinCache, base_name, find_tool, tool_version
 from gpusim.measure.clocks import ClockSampler, environment
+from gpusim.measure.procs import run_group
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -36,7 +36,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--workloads", default=None, help="comma-separated names or spec paths (default: all)")
     p.add_argument("--sizes-from", default="spec", help="'spec' (spec sizes in the measurement window) or N,N,...")
     p.add_argument("--reps", type=int, default=50, help="timed launches, at least (0: no timing)")
-    p.add_argument("--warmup", type=int, default=5, help="untimed launches before timing")
+    p.add_argument("--warmup", type=int, default=5, help="untimed launches before timing, at least ...")
+    p.add_argument("--warmup-seconds", type=float, default=0.1, help="... and at least this long (clocks ramp up)")
     p.add_argument("--min-seconds", type=float, default=0.2, help="time at least this long (more reps) ...")
     p.add_argument("--max-reps", type=int, default=1000, help="... but never more than this many reps")
     p.add_argument("--seed", type=int, default=0)
@@ -50,6 +51,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--cache-dir", type=Path, default=None, help="cubin cache (default DIR/cubins)")
     p.add_argument("--no-isolate", action="store_true", help="time in this process, not one child per workload")
     p.add_argument("--child-timeout", type=float, default=1800.0, help="seconds per workload child")
+    p.add_argument("--deadline", type=float, default=None,
+                   help="seconds after start: start no new workload after it, and cut children off at it "
+                        "(so the summary is written before an outer time limit kills the run)")
     p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)  # a per-workload child
     p.add_argument("--single", default=None, metavar="WORKLOAD", help="set up and launch once (ncu's target)")
     p.add_argument("--size", default=None, help="with --single: the problem size(s), N or N,N,... (one launch each)")
@@ -115,13 +119,16 @@ def measure(device, cache, wl, n: int, args, sampler, env: dict) -> dict:
             rec["check"] = marshal.check(outputs, marshal.reference(wl, inputs, n), wl.default_tolerance())
         del inputs
         if args.reps > 0:
+            # a short pilot estimates the launch time; then warm up for --warmup-seconds (so the SM clock
+            # has ramped up) and time at least --reps launches and at least --min-seconds
             pilot, _ = device.time_launches(kernel, grid, block, shared, launchable.args, args.warmup, 3)
             est = max(statistics.median(pilot), 1e-4)
+            warm = max(1, min(args.max_reps, math.ceil(args.warmup_seconds * 1e3 / est)))
             reps = max(args.reps, min(args.max_reps, math.ceil(args.min_seconds * 1e3 / est)))
             t0 = time.monotonic()
-            all_ms, span = device.time_launches(kernel, grid, block, shared, launchable.args, 1, reps)
+            all_ms, span = device.time_launches(kernel, grid, block, shared, launchable.args, warm, reps)
             t1 = time.monotonic()
-            rec["timing"] = record.timing_stats(all_ms, span, args.warmup, rec["flops"])
+            rec["timing"] = record.timing_stats(all_ms, span, args.warmup + 3 + warm, rec["flops"])
             rec["clocks"] = sampler.window(t0, t1) if sampler else None
     except Exception as exc:  # recorded, and the run goes on with the next size
         rec["error"] = one_line(exc)
@@ -204,9 +211,14 @@ def single(args) -> int:
 def child_command(args, token: str) -> list[str]:
     cmd = [sys.executable, "-m", "gpusim.measure.run", "--in-process", "--out", str(args.out), "--workloads", token,
            "--sizes-from", args.sizes_from, "--reps", str(args.reps), "--warmup", str(args.warmup),
-           "--min-seconds", str(args.min_seconds), "--max-reps", str(args.max_reps), "--seed", str(args.seed),
+           "--min-seconds", str(args.min_seconds), "--warmup-seconds", str(args.warmup_seconds), "--max-reps", str(args.max_reps), "--seed", str(args.seed),
            "--max-gib", str(args.max_gib), "--cache-dir", str(cache_for(args).directory)]
     return cmd + (["--no-check"] if args.no_check else []) + (["--nvcc", args.nvcc] if args.nvcc else [])
+
+
+def remaining(args) -> float:
+    """Seconds left before --deadline (infinite without one)."""
+    return math.inf if args.deadline is None else args.deadline - (time.monotonic() - args.t_start)
 
 
 def timing_phase(args, workloads, tokens, env) -> None:
@@ -214,18 +226,22 @@ def timing_phase(args, workloads, tokens, env) -> None:
 
     cache = cache_for(args)
     for wl, token in zip(workloads, tokens):
-        say(f"[time] {wl.name}")
         sizes = [n for n, _ in marshal.select_sizes(wl, args.sizes_from, args.max_gib)]
+        if remaining(args) < 5:
+            say(f"[time] {wl.name}: SKIPPED, --deadline reached")
+            for n in sizes:
+                rec = record.new_record(wl.name, n, env)
+                rec["skipped"] = "--deadline reached before this workload"
+                record.write_record(args.out, rec)
+            continue
+        say(f"[time] {wl.name}")
         before = {n: record.record_path(args.out, wl.name, n).stat().st_mtime
                   if record.record_path(args.out, wl.name, n).exists() else None for n in sizes}
-        try:
-            proc = subprocess.run(child_command(args, token), env=child_env(REPO_ROOT), timeout=args.child_timeout,
-                                  stderr=subprocess.PIPE, text=True)
-            why = f"child exited {proc.returncode}: " + " | ".join(proc.stderr.strip().splitlines()[-3:])
-            if proc.returncode != 0:
-                sys.stderr.write(proc.stderr[-800:])
-        except subprocess.TimeoutExpired:
-            why = f"child timed out after {args.child_timeout:g} s"
+        timeout = min(args.child_timeout, remaining(args))
+        rc, _, err = run_group(child_command(args, token), timeout, capture_stdout=False, env=child_env(REPO_ROOT))
+        why = f"child exited {rc}: " + " | ".join(err.strip().splitlines()[-3:])
+        if rc != 0:
+            sys.stderr.write(err[-800:])
         for n in sizes:  # sizes the child never wrote: record why
             path = record.record_path(args.out, wl.name, n)
             if not path.exists() or path.stat().st_mtime == before[n]:
@@ -279,6 +295,10 @@ def ncu_phase(args, workloads, tokens, ncu: str, env: dict) -> None:
                 recs[n] = rec
         if not recs:
             continue
+        if remaining(args) < 10:
+            say(f"  ncu {wl.name}: SKIPPED, --deadline reached")
+            continue
+        prof.timeout = min(args.ncu_timeout, remaining(args))
         order = sorted(recs)
         child = [sys.executable, "-m", "gpusim.measure.run", "--single", token, "--size", ",".join(map(str, order)),
                  "--seed", str(args.seed), "--cache-dir", str(cache.directory)]
@@ -302,7 +322,7 @@ def ncu_phase(args, workloads, tokens, ncu: str, env: dict) -> None:
 
 
 def orchestrate(args) -> int:
-    t_start = time.monotonic()
+    t_start = args.t_start = time.monotonic()
     args.out.mkdir(parents=True, exist_ok=True)
     workloads, tokens = [], []
     for token in (args.workloads.split(",") if args.workloads else []) or [None]:

@@ -2,5 +2,5 @@
 export/import of Accel-Sim's SASS trace format."""
 
 from gpusim.trace.format import (  # noqa: F401
-    TRACE_FORMAT_VERSION, DynamicTrace, record_exec_masks, run_traced,
+    TRACE_FORMAT_VERSION, DynamicTrace, run_traced,
 )

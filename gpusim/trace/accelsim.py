@@ -56,7 +56,7 @@ What our export fills in without a GPU (everything else is the emulated stream, 
 ``-shmem`` is CUDA's static figure (`static_shared_bytes`) plus the launch's dynamic bytes;
 ``-cuda stream id = 0``; the generic-window bases are synthetic (`SHMEM_BASE`, `LOCAL_BASE`: only
 used by Accel-Sim to classify generic LD/ST); ``-nvbit version = 1.7``. The mask is the trace's
-`exec_mask`, exact only when the trace says ``exec_mask_exact`` (`record_exec_masks`). A memory
+`exec_mask`, exact only when the trace says ``exec_mask_exact`` (recorded by the emulator). A memory
 operand without an address register is listed as R255 (NVBit's `ra_num` there is not documented).
 Base-stride is used only for strides that fit the tracer's `int` (it would truncate larger ones).
 Accel-Sim's own parser accepts at most 4 sources (`trace_parser.h` MAX_SRC 4, the tracer's is 5) and

@@ -33,7 +33,7 @@ shared accesses the byte offset in the CTA's shared window as the instruction co
 ``warps_per_cta``, ``ctas`` (emulated CTA linear ids, ascending), ``registers``, ``static_shared_bytes``,
 ``workload``, ``size`` (None if unknown), ``gpusim_version``, ``source`` ("emulator" or
 "accelsim:<file>"), ``exec_mask_exact`` (False when the guard effect was not captured, see
-`record_exec_masks`), ``active_mask_exact`` (False for imported Accel-Sim traces, which carry only
+recorded by the emulator), ``active_mask_exact`` (False for imported Accel-Sim traces, which carry only
 active & guard), ``n_records``, ``n_mem``.
 
 On disk
@@ -62,34 +62,6 @@ TRACE_FORMAT_VERSION = 1
 RECORD_DTYPE = np.dtype([("warp", np.int32), ("seq", np.int32), ("pc_index", np.int32),
                          ("active_mask", np.uint32), ("exec_mask", np.uint32), ("mem_row", np.int32)])
 ARRAYS = ("header", "records", "addresses", "access_bytes")
-_EXEC_ATTR = "_gpusim_exec_masks"
-
-
-def record_exec_masks(emu) -> None:
-    """Capture, for every step of `emu` (not yet run), the lanes that execute: warp mask and guard.
-
-    The emulator's `TraceLog` keeps the warp mask before the guard predicate; Accel-Sim's mask and
-    the memory lanes need the mask after it. This wraps the emulator's per-instruction handlers (the
-    emulator code is unchanged): each handler call appends the `Exec.active` lanes of its batch as
-    one uint32 per warp. Call before `emu.run()`; `DynamicTrace.from_emulator` picks the masks up.
-    """
-    if getattr(emu, _EXEC_ATTR, None) is not None:
-        return
-    sink: list = []
-    setattr(emu, _EXEC_ATTR, sink)
-    full = np.uint32(0xFFFFFFFF)
-
-    def wrap(handler):
-        def run(ex):
-            if ex.uniform:  # one flag per warp: the whole warp executes or not
-                sink.append(np.where(np.asarray(ex.active, bool), full, np.uint32(0)))
-            else:
-                sink.append(np.packbits(np.asarray(ex.active, bool).reshape(-1, 32), axis=1,
-                                        bitorder="little").view(np.uint32).ravel())
-            return handler(ex)
-        return run
-
-    emu.handlers = [wrap(h) for h in emu.handlers]
 
 
 def run_traced(program, launch, params, memory, ctas=None, workload: str | None = None,
@@ -97,9 +69,7 @@ def run_traced(program, launch, params, memory, ctas=None, workload: str | None 
     """Emulate a launch with exact execution masks; returns (emulator, DynamicTrace)."""
     from gpusim.emu.emulator import Emulator
 
-    emu = Emulator(program, launch, params, memory, ctas=ctas, record=True)
-    record_exec_masks(emu)
-    emu.run()
+    emu = Emulator(program, launch, params, memory, ctas=ctas, record=True).run()
     return emu, DynamicTrace.from_emulator(emu, workload=workload, size=size)
 
 
@@ -133,7 +103,7 @@ class DynamicTrace:
         pcs = np.repeat(np.asarray(log.pcs, dtype=np.int64), counts)
         active = np.concatenate(log.masks).astype(np.uint32)
 
-        exec_src = getattr(log, "exec_masks", None) or getattr(emu, _EXEC_ATTR, None)
+        exec_src = log.exec_masks
         exec_exact = exec_src is not None and len(exec_src) == n_steps
         if exec_exact:
             exec_mask = np.concatenate(exec_src).astype(np.uint32) & active

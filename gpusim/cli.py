@@ -125,6 +125,36 @@ def emulate(workload: str = typer.Argument(..., help="workload name or path of a
         raise typer.Exit(1)
 
 
+@app.command()
+def trace(workload: str = typer.Argument(..., help="workload name or path of a spec YAML"),
+          arch: str = typer.Option(..., "--arch", help="sm_35, sm_52 or sm_90"),
+          size: int = typer.Option(..., "--size", help="problem size n"),
+          out: Path = typer.Option(..., "-o", "--out", help="trace file (.npz) or folder (accelsim)"),
+          fmt: str = typer.Option("npz", "--format", help="npz (gpusim's format) or accelsim"),
+          as_json: bool = typer.Option(False, "--json", help="print machine-readable JSON")):
+    """Emulate the kernel and write its dynamic warp trace."""
+    from gpusim.emu.run import emulate as run_emulation
+    from gpusim.trace import DynamicTrace
+    from gpusim.trace.accelsim import export_accelsim
+    from gpusim.workloads import find_workload
+
+    if fmt not in ("npz", "accelsim"):
+        from gpusim.errors import GpusimError
+
+        raise GpusimError(f"--format must be npz or accelsim, not '{fmt}'")
+    wl = find_workload(workload)
+    _check_size(wl, size)
+    emu, _ = run_emulation(wl, arch, size)
+    dyn = DynamicTrace.from_emulator(emu, workload=wl.name, size=size)
+    path = dyn.save(out) if fmt == "npz" else export_accelsim(dyn, emu.program, out)
+    result = {"workload": wl.name, "arch": arch, "size": size, "format": fmt, "path": str(path),
+              "warp_instructions": dyn.n_warp_instructions}
+    if as_json:
+        _emit_json(result)
+    else:
+        console.print(f"wrote {fmt} trace {path}: {dyn.n_warp_instructions:,} warp-instructions")
+
+
 def _check_size(wl, size: int) -> None:
     if size not in wl.sizes:
         from gpusim.errors import SpecError

@@ -129,7 +129,8 @@ def measure(device, cache, wl, n: int, args, sampler, env: dict) -> dict:
             all_ms, span = device.time_launches(kernel, grid, block, shared, launchable.args, warm, reps)
             t1 = time.monotonic()
             rec["timing"] = record.timing_stats(all_ms, span, args.warmup + 3 + warm, rec["flops"])
-            rec["clocks"] = sampler.window(t0, t1) if sampler else None
+            # clocks over the timed launches: the window starts when the warm-up should have ended
+            rec["clocks"] = sampler.window(min(t1, t0 + warm * est * 1e-3), t1) if sampler else None
     except Exception as exc:  # recorded, and the run goes on with the next size
         rec["error"] = one_line(exc)
         rec["traceback"] = traceback.format_exc(limit=4)[-1500:]

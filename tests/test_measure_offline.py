@@ -237,7 +237,7 @@ class FakeCache:
         self.mangled = mangled
 
     def build(self, wl):
-        return {"cubin": "/nonexistent/k.cubin", "mangled": self.mangled, "demangled": wl.kernel,
+        return {"cubin": __file__, "mangled": self.mangled, "demangled": wl.kernel,
                 "cached": True, "nvcc_cmd": "nvcc -arch=sm_90 -cubin -O3 -std=c++14 -o k.cubin k.cu"}
 
 

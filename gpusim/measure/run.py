@@ -15,6 +15,7 @@ Phases (the parent process never touches the GPU itself):
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import statistics
@@ -91,7 +92,8 @@ def base_record(wl, n: int, env: dict, cache) -> dict:
     rec["flops"], rec["flops_source"] = marshal.flops(wl, n)
     built = cache.build(wl)
     rec["kernel"] = {"name": wl.kernel, "demangled": built["demangled"], "mangled": built["mangled"],
-                     "cubin": Path(built["cubin"]).name, "source": str(wl.source_path)}
+                     "cubin": Path(built["cubin"]).name, "source": str(wl.source_path),
+                     "cubin_sha256": hashlib.sha256(Path(built["cubin"]).read_bytes()).hexdigest()}
     rec["commands"]["nvcc"] = built["nvcc_cmd"]
     rec["_cubin"] = built["cubin"]
     return rec

@@ -155,6 +155,60 @@ def trace(workload: str = typer.Argument(..., help="workload name or path of a s
         console.print(f"wrote {fmt} trace {path}: {dyn.n_warp_instructions:,} warp-instructions")
 
 
+@app.command()
+def run(workload: str = typer.Argument(..., help="workload name or path of a spec YAML"),
+        gpu: str = typer.Option(..., "--gpu", help="card id (k20x, k40, gtx780, k80, gtx970, gtx980, titanx, h100, "
+                                                   "m2090) or a GPU config YAML"),
+        size: int = typer.Option(..., "--size", help="problem size n"),
+        json_path: Optional[Path] = typer.Option(None, "--json", help="write the full result JSON here"),
+        mode: str = typer.Option("detailed", "--mode", help="detailed (every CTA) or sampled"),
+        set_: list[str] = typer.Option([], "--set", help="override a config field: --set sm.register_file.banks=8"),
+        honour_control_codes: Optional[bool] = typer.Option(None, "--control-codes/--scoreboard",
+                                                            help="use the compiler's control codes or a "
+                                                                 "hardware register scoreboard")):
+    """Simulate a workload on a GPU config and print where the cycles went."""
+    from gpusim.timing.driver import run_workload
+
+    result = run_workload(workload, gpu, size, mode=mode, overrides=_parse_sets(set_),
+                          honour_control_codes=honour_control_codes)
+    if json_path:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(result.model_dump_json(indent=2))
+    _print_result(result)
+
+
+def _parse_sets(items: list[str]) -> dict:
+    import yaml
+
+    from gpusim.errors import SpecError
+
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise SpecError(f"--set expects FIELD=VALUE, got '{item}'")
+        key, value = item.split("=", 1)
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
+def _print_result(r) -> None:
+    table = Table(title=f"{r.workload} n={r.size} on {r.card} ({r.arch}, {r.mode})")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    rows = [("cycles", f"{r.cycles:,.0f}"), ("time", f"{r.time_s * 1e3:.4f} ms at {r.clock_mhz:.0f} MHz"),
+            ("warp-instructions", f"{r.warp_instructions:,}"), ("IPC per SM", f"{r.ipc:.2f}"),
+            ("SMs used / CTAs / waves", f"{r.sms_used} / {r.ctas} / {r.waves:.2f}"),
+            ("occupancy", f"{r.occupancy['ctas_per_sm']} CTAs/SM ({r.occupancy['limiter']})"),
+            ("shared wavefronts / conflicts", f"{r.shared['wavefronts']:,} / {r.shared['bank_conflicts']:,}"),
+            ("register-bank conflict cycles", f"{r.registers['bank_conflict_cycles']:,}"),
+            ("DRAM bytes", f"{r.memory['dram_bytes']:,}")]
+    rows += [(f"stall: {k}", f"{v:.1%}") for k, v in r.top_stalls(5)]
+    rows += [(f"pipe {k}", f"{v:.1%}") for k, v in r.pipe_utilisation.items()]
+    for k, v in rows:
+        table.add_row(k, v)
+    console.print(table)
+
+
 def _check_size(wl, size: int) -> None:
     if size not in wl.sizes:
         from gpusim.errors import SpecError

@@ -65,13 +65,16 @@ def parse_listing_text(text: str, source: str = "<listing>", kernel: str | None 
     global_info = _nv_info(sections.get(".nv.info", (0, []))[1])
     registers = _registers(body, global_info, kernel)
     shared = _zero_size(sections.get(f".nv.shared.{kernel}", (0, []))[1])
-    shared += sum(_zero_size(b) for name, (_, b) in sections.items() if name.startswith(".nv.shared.reserved"))
+    # sm_90 reserves 1 KB of shared memory at the start of each CTA's window (the kernel's
+    # .nv.shared section already counts it; cudaDevAttrReservedSharedMemoryPerBlock = 1024 on the H100)
+    reserved = 1024 if any(name.startswith(".nv.shared.reserved") for name in sections) and shared else 0
     cbank = info.get("EIATTR_PARAM_CBANK", [[0, 0, 0]])[0]
     params = sorted((v[1], v[2], int.from_bytes(bytes(v[3:7]), "little"))
                     for v in info.get("EIATTR_KPARAM_INFO", []))
     base = cbank[1] if len(cbank) > 1 else 0
     return Program(
         arch=arch, kernel=kernel, instructions=instructions, registers=registers, shared_bytes=shared,
+        reserved_shared_bytes=reserved,
         param_base=base, param_bytes=cbank[2] if len(cbank) > 2 else 0,
         params=[(base + off, (flags >> 18) & 0x3FFF) for _, off, flags in params],
         const_bank0_bytes=_zero_size(sections.get(f".nv.constant0.{kernel}", (0, []))[1]),

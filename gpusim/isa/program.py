@@ -112,6 +112,7 @@ class Program:
     shared_bytes: int  # static shared memory, including any reserved region
     param_base: int  # offset of the first kernel parameter in constant bank 0
     param_bytes: int
+    reserved_shared_bytes: int = 0  # of which reserved by the system (sm_90: 1 KB per CTA)
     params: list[tuple[int, int]] = field(default_factory=list)  # (offset, size) per parameter, in order
     const_bank0_bytes: int = 0
     frame_bytes: int = 0  # local memory per thread (stack frame)

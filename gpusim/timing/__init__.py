@@ -1,0 +1,1 @@
+"""Timing model: replay dynamic warp traces through a model of the SM (discrete events)."""

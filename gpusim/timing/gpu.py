@@ -1,0 +1,136 @@
+"""The whole GPU: CTA dispatch over SMs (occupancy, waves, the tail), the shared memory system, the
+event engine (simpy), and the collection of results."""
+
+from __future__ import annotations
+
+import numpy as np
+import simpy
+
+from gpusim.errors import GpusimError
+from gpusim.timing import stalls as S
+from gpusim.timing.memory import L1, MemorySystem
+from gpusim.timing.occupancy import occupancy
+from gpusim.timing.precompute import precompute
+from gpusim.timing.results import PcStalls, SimResult
+from gpusim.timing.sm import SM
+from gpusim.timing.static import GLOAD, SMEM, static_info
+
+
+class GPU:
+    cta_launch_cycles = 0  # CTA launch overhead is not modelled
+
+    def __init__(self, program, trace, cfg, honour_control_codes: bool | None = None):
+        if trace.header["arch"] != cfg.arch:
+            raise GpusimError(f"trace is for {trace.header['arch']} but GPU '{cfg.card}' runs {cfg.arch} code")
+        self.program, self.trace, self.cfg = program, trace, cfg
+        honour = cfg.sm.scheduler.honour_control_codes if honour_control_codes is None else honour_control_codes
+        self.control_mode = honour and program.control_decoded
+        self.static = static_info(program, cfg)
+        self.warps_per_cta = trace.header["warps_per_cta"]
+        rf, sh, l1 = cfg.sm.register_file, cfg.sm.shared_memory, cfg.memory.l1
+        self.cols = precompute(program, trace, reg_banks=rf.banks, reg_bank_width_bits=rf.bank_width_bits,
+                               reuse_cache=rf.reuse_cache, smem_banks=sh.banks,
+                               smem_bank_width_bytes=sh.bank_width_bytes, sector_bytes=l1.sector_bytes,
+                               line_bytes=l1.line_bytes)
+        rec = trace.records
+        self._warp_start = np.searchsorted(rec["warp"], np.arange(rec["warp"].max() + 2 if len(rec) else 1))
+        self._mem_exec = np.zeros(len(trace.addresses), dtype=np.uint32)
+        mem = rec["mem_row"] >= 0
+        self._mem_exec[rec["mem_row"][mem]] = rec["exec_mask"][mem]
+        self._sector_cache: dict[int, list] = {}
+        self._sector_shift = int(np.log2(l1.sector_bytes))
+        self.cta_queue: list[int] = []
+
+    # ---- trace access -----------------------------------------------------------------------------
+    def stream(self, gid: int):
+        if gid + 1 >= len(self._warp_start):
+            return [], [], [], []
+        a, b = int(self._warp_start[gid]), int(self._warp_start[gid + 1])
+        rec = self.trace.records
+        regc = self.cols["reg_conflict_cycles"][a:b]
+        wavef = self.cols["smem_wavefronts"][a:b]
+        return (rec["pc_index"][a:b].tolist(), rec["mem_row"][a:b].tolist(), regc.tolist(), wavef.tolist())
+
+    def sectors(self, row: int) -> list:
+        s = self._sector_cache.get(row)
+        if s is None:
+            m = int(self._mem_exec[row])
+            lanes = np.unpackbits(np.array([m], dtype=np.uint32).view(np.uint8), bitorder="little").astype(bool)
+            addrs = self.trace.addresses[row][lanes]
+            s = np.unique(addrs >> np.uint64(self._sector_shift)).tolist()
+            self._sector_cache[row] = s
+        return s
+
+    def next_cta(self):
+        return self.cta_queue.pop(0) if self.cta_queue else None
+
+    # ---- the run -------------------------------------------------------------------------------------
+    def run(self, workload: str | None = None, size: int | None = None) -> SimResult:
+        cfg, h = self.cfg, self.trace.header
+        grid, block = h["grid"], h["block"]
+        threads = block[0] * block[1] * block[2]
+        shared = self.program.shared_bytes - self.program.reserved_shared_bytes + h.get("dynamic_shared_bytes", 0)
+        occ = occupancy(cfg, threads, self.program.registers, shared)
+        if occ.ctas_per_sm < 1:
+            raise GpusimError(f"kernel does not fit on an SM of {cfg.card} (limited by {occ.limiter})")
+        ctas = list(h["ctas"])
+        self.cta_queue = ctas[:]
+        env = simpy.Environment()
+        memory = MemorySystem(cfg, cfg.clock_mhz)
+        sms = [SM(i, self, L1(cfg, memory)) for i in range(cfg.sm_count)]
+        for _ in range(occ.ctas_per_sm):  # hardware hands CTAs to SMs round robin
+            for sm in sms:
+                c = self.next_cta()
+                if c is not None:
+                    sm.launch(c, 0.0)
+        used = [sm for sm in sms if sm.warps or sm.issued]
+        for sm in used:
+            env.process(sm.run(env))
+        env.run()
+        return self._result(used, memory, occ, len(ctas), workload, size)
+
+    def _result(self, sms, memory, occ, n_ctas, workload, size) -> SimResult:
+        cfg, prog = self.cfg, self.program
+        cycles = max((sm.finish for sm in sms), default=0.0)
+        table = S.StallTable(len(prog))
+        for sm in sms:
+            table.add(sm.stalls)
+        issued = sum(sm.issued for sm in sms)
+        rec = self.trace.records
+        executed = np.bincount(rec["pc_index"], minlength=len(prog))
+        per_pc = [PcStalls(address=prog.instructions[pc].address, text=prog.instructions[pc].text,
+                           executed=int(executed[pc]), stalls={k: round(v, 1) for k, v in reasons.items()})
+                  for pc, reasons in sorted(table.per_pc().items())]
+        pipes: dict[str, float] = {}
+        n_sp = max(1, len(sms) * cfg.sm.sub_partitions)
+        for sm in sms:
+            for sp in sm.sps:
+                for p, busy in sp.pipe_busy.items():
+                    pipes[p] = pipes.get(p, 0.0) + busy
+        smem = np.array([s.kind == SMEM for s in self.static])[rec["pc_index"]]
+        gl = np.array([s.kind == GLOAD for s in self.static])[rec["pc_index"]]
+        wavefronts = int(self.cols["smem_wavefronts"][smem].sum())
+        conflicts = int(self.cols["smem_conflicts"][smem].sum())
+        l1h = sum(sm.l1.cache.hits for sm in sms)
+        l1m = sum(sm.l1.cache.misses for sm in sms)
+        return SimResult(
+            workload=workload, size=size, card=cfg.card, arch=cfg.arch, kernel=prog.kernel, cycles=cycles,
+            time_s=cycles / (cfg.clock_mhz * 1e6), clock_mhz=cfg.clock_mhz, warp_instructions=issued,
+            ipc=issued / cycles / max(1, len(sms)) if cycles else 0.0, sms_used=len(sms), ctas=n_ctas,
+            waves=n_ctas / (occ.ctas_per_sm * cfg.sm_count),
+            occupancy={"ctas_per_sm": occ.ctas_per_sm, "warps_per_sm": occ.warps_per_sm, "limiter": occ.limiter},
+            stalls={k: round(v, 1) for k, v in table.totals().items()}, stalls_per_pc=per_pc,
+            pipe_utilisation={p: round(b / (cycles * n_sp), 4) if cycles else 0.0 for p, b in sorted(pipes.items())},
+            shared={"accesses": int(smem.sum()), "wavefronts": wavefronts, "bank_conflicts": conflicts,
+                    "simulated_wavefronts": int(sum(sm.smem_wavefronts for sm in sms))},
+            registers={"bank_conflict_cycles": int(self.cols["reg_conflict_cycles"].sum()),
+                       "reuse_hits": int(self.cols["reuse_hits"].sum())},
+            memory={"global_load_instructions": int(gl.sum()), "l1_hits": l1h, "l1_misses": l1m,
+                    "l2_hits": memory.l2.hits, "l2_misses": memory.l2.misses, "l2_bytes": memory.l2_queue.bytes,
+                    "dram_bytes": memory.dram_queue.bytes},
+            notes=[] if self.control_mode else ["dependencies from a register scoreboard (control codes not used)"])
+
+
+def simulate(program, trace, cfg, workload: str | None = None, size: int | None = None,
+             honour_control_codes: bool | None = None) -> SimResult:
+    return GPU(program, trace, cfg, honour_control_codes).run(workload, size)

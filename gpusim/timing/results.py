@@ -1,0 +1,46 @@
+"""The result of a timing run (pydantic schema, versioned; `gpusim run --json` writes it)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+RESULT_SCHEMA_VERSION = 1
+
+
+class PcStalls(BaseModel):
+    address: int
+    text: str
+    executed: int  # warp-instructions issued at this PC
+    stalls: dict[str, float]  # warp-cycles per reason while this PC was the warp's next instruction
+
+
+class SimResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    schema_version: int = RESULT_SCHEMA_VERSION
+    workload: str | None = None
+    size: int | None = None
+    card: str
+    arch: str
+    kernel: str
+    mode: str = "detailed"
+    cycles: float
+    time_s: float
+    clock_mhz: float
+    warp_instructions: int
+    ipc: float  # warp-instructions per cycle per SM that ran CTAs
+    sms_used: int
+    ctas: int
+    waves: float
+    occupancy: dict  # ctas_per_sm, warps_per_sm, limiter
+    stalls: dict[str, float]  # warp-cycles per reason (sums to resident warp-cycles)
+    stalls_per_pc: list[PcStalls]
+    pipe_utilisation: dict[str, float]  # busy fraction of each pipe, averaged over sub-partitions
+    shared: dict  # wavefronts, bank_conflicts (extra wavefronts), accesses
+    registers: dict  # bank_conflict_cycles, reuse_hits
+    memory: dict  # l1/l2 hits and misses, bytes through L2 and DRAM
+    notes: list[str] = []
+
+    def top_stalls(self, k: int = 3) -> list[tuple[str, float]]:
+        items = [(r, v) for r, v in self.stalls.items() if r != "selected" and v > 0]
+        total = sum(self.stalls.values()) or 1.0
+        return [(r, v / total) for r, v in sorted(items, key=lambda kv: -kv[1])[:k]]

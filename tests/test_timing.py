@@ -1,0 +1,106 @@
+"""Timing core on tiny programs with answers worked out on paper (one mechanism per test)."""
+
+import pytest
+
+from gpusim.config import apply_overrides, load_gpu
+from gpusim.timing.gpu import simulate
+from timing_kit import program, trace
+
+
+def run(prog, cfg, warps=1, wpc=None, control=None, **kw):
+    return simulate(prog, trace(prog, warps, wpc, **kw), cfg, honour_control_codes=control)
+
+
+def one_sm(card, **over):
+    return apply_overrides(load_gpu(card), {"sm_count": 1, **over})
+
+
+def test_dependent_ffma_chain_takes_n_times_latency():
+    n = 40
+    for card, arch in (("h100", "sm_90"), ("gtx970", "sm_52")):
+        cfg = one_sm(card)
+        lat = cfg.sm.units["fp32"].latency_cycles
+        # scoreboard mode: the hardware waits for R0 each time
+        prog = program(arch, ["FFMA R0, R1, R2, R0"] * n + ["EXIT"])
+        r = run(prog, cfg, control=False)
+        assert n * lat <= r.cycles <= n * lat + 2, (card, r.cycles)
+        # control-code mode: the compiler's stall count (= latency) separates them
+        prog = program(arch, [("FFMA R0, R1, R2, R0", {"stall": lat})] * n + ["EXIT"])
+        r = run(prog, cfg, control=True)
+        assert n * lat <= r.cycles <= n * lat + 2, (card, r.cycles)
+        assert r.stalls["wait"] >= (n - 1) * (lat - 1)
+
+
+def test_independent_ffma_are_issue_bound():
+    n = 64
+    cfg = one_sm("h100")
+    lat = cfg.sm.units["fp32"].latency_cycles
+    prog = program("sm_90", [f"FFMA R{10 + i % 32}, R1, R2, R3" for i in range(n)] + ["EXIT"])
+    r = run(prog, cfg, control=False)
+    assert n <= r.cycles <= n + lat + 1
+    assert r.stalls["selected"] == n + 1
+
+
+def test_kepler_dual_issue_halves_an_independent_ffma_lds_mix():
+    n = 64
+    lines = []
+    for i in range(n // 2):
+        lines += [f"FFMA R{40 + i % 16}, R1, R2, R3", f"LDS R{60 + i % 16}, [R4]"]
+    prog = program("sm_35", lines + ["EXIT"])
+    single = run(prog, one_sm("k40", **{"sm.scheduler.dual_issue": "none"}))
+    dual = run(prog, one_sm("k40"))
+    assert single.warp_instructions == dual.warp_instructions == n + 1
+    issue_single = single.stalls["selected"]
+    assert abs(dual.cycles - single.cycles / 2) <= 0.1 * single.cycles, (single.cycles, dual.cycles)
+    assert issue_single == n + 1
+
+
+def test_register_bank_conflict_costs_a_cycle_and_reuse_removes_it():
+    n = 32
+    cfg = one_sm("gtx970")
+    base = run(program("sm_52", [f"FFMA R{20 + i % 8}, R4, R5, R6" for i in range(n)] + ["EXIT"]), cfg, control=False)
+    conflict = run(program("sm_52", [f"FFMA R{20 + i % 8}, R4, R8, R6" for i in range(n)] + ["EXIT"]), cfg,
+                   control=False)  # R4 and R8 are both bank 0 (reg mod 4)
+    assert conflict.registers["bank_conflict_cycles"] == n
+    assert conflict.cycles - base.cycles == pytest.approx(n, abs=2)
+    reused = run(program("sm_52", [f"FFMA R{20 + i % 8}, R4.reuse, R8, R6" for i in range(n)] + ["EXIT"]), cfg,
+                 control=False)  # R4 comes from the reuse cache after the first instruction
+    assert reused.registers["bank_conflict_cycles"] == 1
+    assert reused.cycles - base.cycles == pytest.approx(1, abs=2)
+
+
+def test_shared_conflict_32_way_and_padding():
+    cfg = one_sm("h100")
+    prog = program("sm_90", ["LDS R10, [R4]"] * 16 + ["EXIT"], shared_bytes=32 * 33 * 4)
+    column = [32 * 4 * lane for lane in range(32)]  # a column of float[32][32]: every lane in bank 0
+    padded = [33 * 4 * lane for lane in range(32)]  # float[32][33]: 32 different banks
+    conflicted = run(prog, cfg, warps=4, smem_addresses=column)
+    clean = run(prog, cfg, warps=4, smem_addresses=padded)
+    assert conflicted.shared["wavefronts"] == 4 * 16 * 32 and clean.shared["wavefronts"] == 4 * 16
+    assert conflicted.shared["bank_conflicts"] == 4 * 16 * 31 and clean.shared["bank_conflicts"] == 0
+    assert conflicted.cycles > 10 * clean.cycles
+
+
+@pytest.mark.parametrize("card,ratio", [("gtx970", 32), ("k40", 3)])
+def test_dfma_throughput_relative_to_ffma(card, ratio):
+    cfg = one_sm(card)
+    arch = cfg.arch
+    n, warps = 64, 32
+    ffma = program(arch, [f"FFMA R{20 + 2 * (i % 8)}, R4, R5, R6" for i in range(n)] + ["EXIT"])
+    dfma = program(arch, [f"DFMA R{20 + 2 * (i % 8)}, R4, R6, R8" for i in range(n)] + ["EXIT"])
+    f = run(ffma, cfg, warps=warps, wpc=1, control=False)
+    d = run(dfma, cfg, warps=warps, wpc=1, control=False)
+    measured = d.cycles / f.cycles
+    assert ratio * 0.8 <= measured <= ratio * 1.25, measured
+
+
+def test_barrier_holds_warps_until_the_cta_arrives():
+    cfg = one_sm("h100")
+    lat = cfg.sm.units["fp32"].latency_cycles
+    # warp 0 runs a 10-FFMA chain before BAR, warp 1 goes straight to BAR: it must wait for warp 0
+    prog = program("sm_90", ["FFMA R0, R1, R2, R0"] * 10 + ["BAR.SYNC.DEFER_BLOCKING 0x0", "FFMA R3, R1, R2, R3",
+                                                           "EXIT"])
+    streams = [list(range(13)), [10, 11, 12]]
+    r = simulate(prog, trace(prog, 2, 2, streams=streams), cfg, honour_control_codes=False)
+    assert r.cycles >= 9 * lat + 1 + lat  # warp 0 reaches BAR after 9 dependent FFMAs, then one more FFMA
+    assert r.stalls["barrier"] >= 9 * lat - 2  # warp 1 waited at the barrier meanwhile

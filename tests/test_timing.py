@@ -45,14 +45,15 @@ def test_kepler_dual_issue_halves_an_independent_ffma_lds_mix():
     n = 64
     lines = []
     for i in range(n // 2):
-        lines += [f"FFMA R{40 + i % 16}, R1, R2, R3", f"LDS R{60 + i % 16}, [R4]"]
-    prog = program("sm_35", lines + ["EXIT"])
+        lines += [f"FFMA R{40 + i % 16}, R1, R2, R3", f"LDS R{60 + i}, [R4]"]  # no write-after-write waits
+    prog = program("sm_35", lines + ["EXIT"], registers=128)
     single = run(prog, one_sm("k40", **{"sm.scheduler.dual_issue": "none"}))
     dual = run(prog, one_sm("k40"))
     assert single.warp_instructions == dual.warp_instructions == n + 1
-    issue_single = single.stalls["selected"]
-    assert abs(dual.cycles - single.cycles / 2) <= 0.1 * single.cycles, (single.cycles, dual.cycles)
-    assert issue_single == n + 1
+    # issue cycles (the warp's `selected` cycles) halve; the total keeps the last LDS's latency
+    assert single.stalls["selected"] == n + 1
+    assert dual.stalls["selected"] <= n // 2 + 2  # 32 pairs and EXIT
+    assert single.cycles - dual.cycles >= n // 2 - 8
 
 
 def test_register_bank_conflict_costs_a_cycle_and_reuse_removes_it():

@@ -90,9 +90,10 @@ class L1:
             missing = [s for s in sectors if not self.cache.access(s)]
         else:
             missing = list(sectors)
-        done = now + self.latency
+        # configured L2/DRAM latencies are end to end (pointer chases), so a miss does not add L1's
+        done = now + self.latency if len(missing) < len(sectors) else now
         if missing:
-            done = max(done, self.memory.fetch(now, missing) + self.latency)
+            done = max(done, self.memory.fetch(now, missing))
         return done
 
     def store(self, now: float, sectors) -> float:

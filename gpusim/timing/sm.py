@@ -273,10 +273,7 @@ class SM:
         if kind == BAR:
             self._arrive(w, now)
             return
-        if kind == EXIT:
-            self._exit(w, now)
-            return
-        if w.pos >= len(w.pcs):  # stream ends without EXIT (emulated subset): retire
+        if w.pos >= len(w.pcs):  # the stream ends: EXIT (a guarded EXIT that retired no lane is not the end)
             self._exit(w, now)
             return
         self._next_ready(w, st, now, done, regc)

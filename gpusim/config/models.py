@@ -1,0 +1,258 @@
+"""GPU configuration schema (pydantic v2).
+
+One `GpuConfig` describes one board: clocks, SM resources, per-sub-partition functional units and
+the memory hierarchy. YAML files under `configs/gpus/` are validated against it by
+`gpusim.config.loader`. Every model forbids unknown fields and validates strictly (no "8" -> 8,
+no True -> 1), so a typo or a wrong type is an error, never a silent default.
+
+Conventions used by every field:
+* cycles are SM (core) clocks of `clock_mhz` (for the Fermi proxy: the 2x shader clock);
+* "per sub-partition" = per warp scheduler (Kepler/Maxwell/Hopper: 4 per SM; Fermi: 2 per SM);
+* a unit's `lanes` are per sub-partition; a warp instruction occupies its pipe for 32/lanes cycles.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from typing import Any, Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from gpusim.errors import SpecError
+from gpusim.isa.opcodes import UNITS
+
+#: The functional-unit classes of the opcode tables (gpusim/arch/sm_*.yaml); every card maps each.
+UNIT_CLASSES: tuple[str, ...] = tuple(sorted(UNITS))
+
+Arch = Literal["sm_35", "sm_52", "sm_90"]
+
+_STRICT = ConfigDict(extra="forbid", strict=True, frozen=False, validate_assignment=True)
+
+
+class _Model(BaseModel):
+    model_config = _STRICT
+
+
+class UnitConfig(_Model):
+    """One functional-unit class, per sub-partition."""
+
+    pipe: str = Field(min_length=1)
+    """Issue resource; unit classes naming the same pipe share its issue slots (Maxwell: int and
+    fp32 are both pipe "fp32")."""
+    lanes: int = Field(ge=1)
+    """Lanes per sub-partition; a warp instruction occupies the pipe for 32/lanes cycles
+    (GTX 970 FP64: 1 lane -> 32 cycles; Kepler FP32: 48 lanes -> 2/3 cycle)."""
+    latency_cycles: int = Field(ge=0)
+    """Issue to result available (dependent issue). For the memory classes (lsu, smem, cmem) the
+    memory model governs (memory.* and sm.shared_memory); the value here is the unloaded hit latency
+    of the nearest level and only a fallback."""
+
+
+class SchedulerConfig(_Model):
+    policy: Literal["gto", "lrr", "two_level"] = "gto"
+    two_level_active_warps: int = Field(default=8, ge=1)
+    dual_issue: Literal["none", "kepler", "control_codes"]
+    """kepler: hardware pairs two independent consecutive instructions of one warp;
+    control_codes: Maxwell pairs where the control word says so (stall 0); none: one per cycle."""
+    honour_control_codes: bool
+    """True (sm_52/sm_90): the compiler's stall counts and scoreboard barriers decide dependent
+    issue. False: a hardware register scoreboard with the unit latencies."""
+    branch_latency_cycles: int = Field(ge=0)
+
+
+class RegisterFileConfig(_Model):
+    banks: int = Field(ge=1)
+    bank_width_bits: Literal[32, 64]
+    reuse_cache: bool
+    conflict_cycles_per_extra_read: int = Field(default=1, ge=0)
+
+
+class SharedMemoryConfig(_Model):
+    banks: int = Field(default=32, ge=1)
+    bank_width_bytes: Literal[4, 8]
+    latency_cycles: int = Field(ge=0)
+    wavefronts_per_cycle: float = Field(gt=0)
+    """Conflict-free passes (one bank access per bank) the SM serves per cycle."""
+
+
+class SmConfig(_Model):
+    sub_partitions: int = Field(ge=1)
+    max_warps: int = Field(ge=1)
+    max_threads: int = Field(ge=32)
+    max_ctas: int = Field(ge=1)
+    registers: int = Field(ge=1)
+    """32-bit registers per SM."""
+    register_alloc_unit: int = Field(ge=1)
+    """Registers are allocated per warp in chunks of this many (256 on cc 3.x-9.x)."""
+    max_registers_per_thread: int = Field(ge=1)
+    shared_bytes: int = Field(ge=0)
+    """Maximum shared memory per SM."""
+    shared_alloc_unit: int = Field(ge=1)
+    reserved_shared_per_cta: int = Field(default=0, ge=0)
+    scheduler: SchedulerConfig
+    register_file: RegisterFileConfig
+    shared_memory: SharedMemoryConfig
+    units: dict[str, UnitConfig]
+    mio_queue_depth: int = Field(ge=1)
+    """Per sub-partition: shared/constant/special ops in flight before mio_throttle."""
+    lsu_queue_depth: int = Field(ge=1)
+    """Per sub-partition: global/local memory ops in flight before lg_throttle."""
+    fp32_lanes_shared_per_sm: int | None = Field(default=None, ge=1)
+    """Kepler: 192 FP32 lanes shared by the 4 schedulers (at most 6 FP32 warp-instructions per
+    cycle per SM). None: each sub-partition owns its lanes."""
+
+    @field_validator("units")
+    @classmethod
+    def _all_unit_classes(cls, units: dict[str, UnitConfig]) -> dict[str, UnitConfig]:
+        missing = [u for u in UNIT_CLASSES if u not in units]
+        unknown = sorted(set(units) - set(UNIT_CLASSES))
+        if missing or unknown:
+            parts = []
+            if missing:
+                parts.append(f"missing unit class(es) {', '.join(missing)}")
+            if unknown:
+                parts.append(f"unknown unit class(es) {', '.join(unknown)}")
+            raise ValueError("; ".join(parts) + f" (expected exactly: {', '.join(UNIT_CLASSES)})")
+        return units
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "SmConfig":
+        if self.max_threads > self.max_warps * 32:
+            raise ValueError(f"max_threads {self.max_threads} exceeds max_warps*32 = {self.max_warps * 32}")
+        if self.registers % self.register_alloc_unit:
+            raise ValueError(f"registers {self.registers} is not a multiple of register_alloc_unit "
+                             f"{self.register_alloc_unit}")
+        if self.scheduler.two_level_active_warps > self.max_warps:
+            raise ValueError("scheduler.two_level_active_warps exceeds max_warps")
+        return self
+
+    def lanes_per_sm(self, unit: str) -> int:
+        """Lanes of one unit class over the whole SM (ops per cycle per SM)."""
+        lanes = self.units[unit].lanes * self.sub_partitions
+        if unit == "fp32" and self.fp32_lanes_shared_per_sm is not None:
+            lanes = min(lanes, self.fp32_lanes_shared_per_sm)
+        return lanes
+
+
+class L1Config(_Model):
+    size_bytes: int = Field(ge=0)
+    line_bytes: int = Field(default=128, ge=1)
+    sector_bytes: int = Field(default=32, ge=1)
+    latency_cycles: int = Field(ge=0)
+    caches_global_loads: bool
+    """True: every global load may hit in L1. False: only loads through the read-only path are
+    cached on the SM (sm_35: the LDG opcode; sm_52: LDG with .CI, i.e. ld.global.nc / __ldg);
+    other global loads go to L2. Local memory is cached in L1 either way."""
+
+    @model_validator(mode="after")
+    def _geometry(self) -> "L1Config":
+        for name in ("line_bytes", "sector_bytes"):
+            v = getattr(self, name)
+            if v & (v - 1):
+                raise ValueError(f"{name} must be a power of two, got {v}")
+        if self.line_bytes % self.sector_bytes:
+            raise ValueError("line_bytes must be a multiple of sector_bytes")
+        return self
+
+
+class L2Config(_Model):
+    size_bytes: int = Field(ge=1)
+    latency_cycles: int = Field(ge=0)
+    bandwidth_bytes_per_cycle: float = Field(gt=0)
+    """Whole chip, per SM clock."""
+
+
+class DramConfig(_Model):
+    latency_cycles: int = Field(ge=0)
+    bandwidth_gb_s: float = Field(gt=0)
+
+
+class MemoryConfig(_Model):
+    l1: L1Config
+    l2: L2Config
+    dram: DramConfig
+    constant_latency_cycles: int = Field(ge=0)
+
+
+class GpuConfig(_Model):
+    name: str = Field(min_length=1)
+    card: str = Field(min_length=1, pattern=r"^[a-z0-9_]+$")
+    """Id used by --gpu (the YAML file stem)."""
+    arch: Arch
+    """SASS architecture of the traces this card replays."""
+    trace_arch_note: str = ""
+    clock_mhz: float = Field(gt=0)
+    sm_count: int = Field(ge=1)
+    sm: SmConfig
+    memory: MemoryConfig
+    watchdog_cycles: int = Field(default=2_000_000, ge=1)
+
+    @model_validator(mode="after")
+    def _arch_rules(self) -> "GpuConfig":
+        sched = self.sm.scheduler
+        if self.arch == "sm_35" and sched.honour_control_codes:
+            raise ValueError("sm.scheduler.honour_control_codes must be false for sm_35 traces "
+                             "(the Kepler scheduling byte is not decoded)")
+        if sched.dual_issue == "control_codes" and not sched.honour_control_codes:
+            raise ValueError("sm.scheduler.dual_issue 'control_codes' needs honour_control_codes: true")
+        if sched.dual_issue == "control_codes" and self.arch != "sm_52":
+            raise ValueError("sm.scheduler.dual_issue 'control_codes' exists only on sm_52 (Maxwell)")
+        return self
+
+    # --- conveniences (not fields) -------------------------------------------------------------
+    def fingerprint(self) -> str:
+        """Short stable hash of every field: equal configs, equal fingerprints."""
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
+
+    def ops_per_cycle_per_sm(self, unit: str) -> int:
+        return self.sm.lanes_per_sm(unit)
+
+
+# ---------------------------------------------------------------------------------------------
+# Overrides (study axes): {"sm.register_file.banks": 8, "memory.l2.latency_cycles": 250}
+
+
+def _describe_fields(node: Any) -> str:
+    keys = list(node.keys()) if isinstance(node, dict) else []
+    return ", ".join(keys) if keys else "no sub-fields"
+
+
+def apply_overrides(config: GpuConfig, overrides: Mapping[str, Any]) -> GpuConfig:
+    """Return a new, revalidated config with dotted-path fields replaced.
+
+    Raises SpecError (one line naming the path) for a path that does not exist or a value that
+    does not validate. The input config is not modified.
+    """
+    data = config.model_dump()
+    for path, value in overrides.items():
+        if not isinstance(path, str) or not path:
+            raise SpecError(f"override key {path!r}: expected a dotted field path such as 'sm.register_file.banks'")
+        parts = path.split(".")
+        node: Any = data
+        for i, part in enumerate(parts):
+            if not isinstance(node, dict) or part not in node:
+                parent = ".".join(parts[:i]) or "<root>"
+                raise SpecError(f"override '{path}': no field '{part}' in {parent} "
+                                f"(it has: {_describe_fields(node)})")
+            if i == len(parts) - 1:
+                old = node[part]
+                if isinstance(old, dict) and not isinstance(value, Mapping):
+                    raise SpecError(f"override '{path}': expected a mapping of sub-fields "
+                                    f"({_describe_fields(old)}), got {value!r}")
+                node[part] = copy.deepcopy(dict(value) if isinstance(value, Mapping) else value)
+            else:
+                node = node[part]
+    try:
+        return GpuConfig.model_validate(data)
+    except ValidationError as err:
+        msgs = []
+        for e in err.errors():
+            loc = ".".join(str(x) for x in e.get("loc", ())) or "<root>"
+            culprit = next((p for p in overrides if loc == p or loc.startswith(p + ".")), None)
+            where = f"override '{culprit}'" if culprit else f"field '{loc}'"
+            got = f", got {e.get('input')!r}" if culprit else ""
+            msgs.append(f"{where}: {e.get('msg')}{got}")
+        if not any(m.startswith("override") for m in msgs):
+            msgs.append(f"(after overrides {', '.join(map(str, overrides))})")
+        raise SpecError("; ".join(msgs).replace("\n", " "), f"{config.card} overrides") from None

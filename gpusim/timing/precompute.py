@@ -1,0 +1,357 @@
+"""Per dynamic record costs that do not depend on timing, computed once and vectorised over the trace.
+
+Columns (aligned with ``DynamicTrace.records``), see `precompute`:
+
+``smem_wavefronts``, ``smem_conflicts``
+    Shared-memory accesses (LDS/STS): passes through the 32 banks and the passes beyond the ideal.
+``gsectors``, ``glines``
+    Global accesses (LDG/STG/LD/ST): distinct 32-byte sectors and 128-byte lines touched.
+``reg_conflict_cycles``, ``reuse_hits``
+    Extra operand-read cycles from register-bank conflicts, and source operands served by the reuse
+    cache.
+
+Shared-memory rule (`shared_wavefronts`)
+----------------------------------------
+Shared memory is 32 banks of 4 bytes on sm_5x..sm_9x (Kepler: 32 banks of 8 bytes in its 8-byte
+mode) [CPG11] ch.5 / App. K (microarch.md §5). A warp access is split into *phases*: the lanes
+whose data fit in one pass over all banks (banks * bank_width bytes = 128 B): 32 lanes for 32-bit
+accesses, half-warps (16 lanes) for 64-bit and quarter-warps (8 lanes) for 128-bit accesses
+[CPG11] App. K.x "64-bit/128-bit accesses", [FORUM77228] ("LDS.128 = 4 requests", NVIDIA answer on
+cc 7.x). Within a phase, lanes that read the same bank word are served by one broadcast; the phase
+needs as many wavefronts as the most loaded bank has *distinct* words. wavefronts = sum over phases.
+The ideal is one wavefront per phase with at least one executing lane, and Nsight Compute's
+``l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st}.sum`` is wavefronts - ideal.
+
+Checked against Nsight Compute on the H100 (``scripts/compare_bank_conflicts.py``,
+``validation/h100/shared_bank_conflicts.csv``): see the "Hopper evidence" paragraph in
+`shared_wavefronts`.
+
+Register-bank rule (`register_bank_conflicts`)
+----------------------------------------------
+bank = register % banks. Maxwell/Pascal: 4 banks of 32 bits [MAXAS-SG]; any two distinct source
+registers in one bank cost one extra read cycle unless one comes from the reuse cache. A bank of
+``bank_width_bits`` delivers ``bank_width_bits // 32`` registers per cycle, so Volta..Hopper's 2
+banks of 64 bits [JIA18] conflict only when three distinct sources fall into one bank (the rule
+[JIA18] reports: "conflict only when all three sources of a 3-input op are in one bank"). A 64-bit
+operand R[2k:2k+1] reads two registers, one in each of two adjacent banks (4 x 32-bit banks:
+banks 2k%4 and (2k+1)%4), so it is counted register by register. extra cycles = max over banks of
+ceil(distinct registers read from that bank / registers per bank per cycle) - 1.
+Register sources are ``reg`` operands and the base register of ``mem`` operands; predicates, RZ,
+uniform registers, constants and immediates are not read from the banked register file.
+Kepler's register->bank mapping is not reg % 4 (maxas SGEMM notes); pass ``banks`` for reg % banks
+only.
+
+Reuse cache [MAXAS-SG]: an operand flagged ``.reuse`` is kept for the next instruction that reads
+the same register in the same slot (slot = position among the source operands: A, B, C, ...). We
+model it per warp stream: slot s of a record hits when the *previous record of the same warp* has
+slot s flagged ``.reuse`` with the same register (and width), and slot s reads that register again.
+On hardware the cache belongs to the scheduler (sub-partition) and an instruction of another warp
+issued in between invalidates it; that interleaving is a timing outcome and is left to the timing
+loop (it may clear hits when another warp issued in between). A record whose lanes are all guarded
+off is still issued and reads its operands here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpusim.isa.program import RZ
+
+SHARED_LOAD, SHARED_STORE, GLOBAL_LOAD, GLOBAL_STORE = "shared_ld", "shared_st", "global_ld", "global_st"
+_ACCESS_KIND = {"LDS": SHARED_LOAD, "STS": SHARED_STORE, "LDG": GLOBAL_LOAD, "LD": GLOBAL_LOAD,
+                "STG": GLOBAL_STORE, "ST": GLOBAL_STORE}
+_CHUNK = 1 << 15  # rows per vectorised block (bounds temporary memory)
+
+
+def access_kind(ins) -> str | None:
+    """shared_ld / shared_st / global_ld / global_st for a memory instruction, None otherwise."""
+    return _ACCESS_KIND.get(ins.opcode)
+
+
+def _lane_bits(exec_mask: np.ndarray) -> np.ndarray:
+    """(N, 32) bool: lane t executes."""
+    m = np.asarray(exec_mask, dtype=np.uint32)
+    return ((m[:, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
+
+
+# ---- shared memory -------------------------------------------------------------------------------
+def shared_wavefronts(addresses, access_bytes, exec_mask, banks: int = 32, bank_width_bytes: int = 4,
+                      phase_bytes: int | None = None, bank_row_words: int = 1, pack_uniform_pairs: bool = False,
+                      return_ideal: bool = False):
+    """Wavefronts each shared-memory warp access needs (and, with return_ideal, the ideal count).
+
+    addresses (N, 32) byte offsets, access_bytes (N,) bytes per lane, exec_mask (N,) uint32.
+    A phase holds ``phase_bytes // access_bytes`` lanes (at most 32; phase_bytes defaults to
+    banks * bank_width_bytes, one pass over all banks); each lane touches
+    ``max(1, access_bytes // bank_width_bytes)`` consecutive bank words. A phase costs the maximum
+    over banks of the number of distinct words requested from that bank; lanes outside
+    ``exec_mask`` do not count, and a phase (an access) with no executing lane costs nothing.
+    The ideal is ceil(distinct words of the phase / banks) per phase (1 for a non-empty phase of at
+    most one pass of data), so ``wavefronts - ideal`` is the conflict count.
+
+    pack_uniform_pairs (loads on sm_70+): when every executing lane pair (t, t^1), or every pair
+    (t, t^2), reads the same address, a phase holds twice as many lanes [FORUM77228].
+    """
+    addresses = np.asarray(addresses, dtype=np.uint64)
+    access_bytes = np.asarray(access_bytes).astype(np.int64)
+    lanes = _lane_bits(exec_mask)
+    n = len(addresses)
+    phase_bytes = phase_bytes or banks * bank_width_bytes
+    lanes_per_phase = np.minimum(32, np.maximum(1, phase_bytes // np.maximum(access_bytes, 1)))
+    if pack_uniform_pairs and n:
+        lanes_per_phase = np.where(_uniform_pairs(addresses, lanes), np.minimum(32, 2 * lanes_per_phase),
+                                   lanes_per_phase)
+    wavefronts = np.zeros(n, dtype=np.int64)
+    ideal = np.zeros(n, dtype=np.int64)
+    groups = np.unique(np.stack([access_bytes, lanes_per_phase], axis=1), axis=0) if n else []
+    for nbytes, lpp in groups:
+        rows = np.flatnonzero((access_bytes == nbytes) & (lanes_per_phase == lpp))
+        for lo in range(0, len(rows), _CHUNK):
+            r = rows[lo:lo + _CHUNK]
+            wavefronts[r], ideal[r] = _shared_block(addresses[r], lanes[r], int(nbytes), int(lpp), banks,
+                                                    bank_width_bytes, bank_row_words)
+    return (wavefronts, ideal) if return_ideal else wavefronts
+
+
+def _uniform_pairs(addr: np.ndarray, lanes: np.ndarray) -> np.ndarray:
+    """(N,) bool: all executing pairs (t, t^1) share an address, or all executing pairs (t, t^2) do."""
+    t = np.arange(32)
+    out = np.zeros(len(addr), dtype=bool)
+    for step in (1, 2):
+        p = t ^ step
+        both = lanes & lanes[:, p]
+        out |= (~both | (addr == addr[:, p])).all(axis=1)
+    return out
+
+
+def _shared_block(addr, lanes, nbytes, lanes_per_phase, banks, bank_width, bank_row_words=1):
+    n = len(addr)
+    phases = 32 // lanes_per_phase
+    words_per_lane = max(1, nbytes // bank_width)
+    word = addr // np.uint64(bank_width)  # (n, 32) first bank word of each lane
+    # (n, 32, k): every bank word each lane touches; then (n * phases, lanes_per_phase * k)
+    words = word[:, :, None] + np.arange(words_per_lane, dtype=np.uint64)
+    valid = np.broadcast_to(lanes[:, :, None], words.shape)
+    slots = lanes_per_phase * words_per_lane
+    if bank_row_words > 1:  # words i and i + banks of one aligned (banks * row_words) segment share a row
+        row = words // np.uint64(banks * bank_row_words)
+        words = row * np.uint64(banks) + words % np.uint64(banks)
+    words = words.reshape(n * phases, slots)
+    valid = valid.reshape(n * phases, slots)
+    sentinel = np.iinfo(np.uint64).max
+    w = np.sort(np.where(valid, words, sentinel), axis=1)
+    distinct = (w != sentinel) & np.concatenate([np.ones((len(w), 1), bool), w[:, 1:] != w[:, :-1]], axis=1)
+    bank = (w % np.uint64(banks)).astype(np.int64)
+    flat = (np.arange(len(w), dtype=np.int64)[:, None] * banks + bank)[distinct]
+    per_bank = np.bincount(flat, minlength=len(w) * banks).reshape(len(w), banks)
+    per_phase = per_bank.max(axis=1).reshape(n, phases)
+    n_distinct = per_bank.sum(axis=1).reshape(n, phases)
+    ideal = -(-n_distinct // banks)  # ceil(distinct words / banks): the fewest passes the data allows
+    return per_phase.sum(axis=1), ideal.sum(axis=1)
+
+
+# ---- global memory -------------------------------------------------------------------------------
+def global_sectors(addresses, access_bytes, exec_mask, sector_bytes: int = 32, line_bytes: int = 128):
+    """(sectors, lines): distinct sectors and cache lines touched by the executing lanes of each access.
+
+    Every lane's access is naturally aligned (asserted), so it lies inside one sector.
+    """
+    addresses = np.asarray(addresses, dtype=np.uint64)
+    access_bytes = np.asarray(access_bytes).astype(np.uint64)
+    lanes = _lane_bits(exec_mask)
+    misaligned = lanes & ((addresses % access_bytes[:, None]) != 0)
+    if misaligned.any():
+        row = int(np.flatnonzero(misaligned.any(axis=1))[0])
+        raise AssertionError(f"misaligned global access in memory row {row}: "
+                             f"{access_bytes[row]} bytes at {addresses[row][misaligned[row]][:4]}")
+    assert (access_bytes <= sector_bytes).all(), "a lane's access is wider than a sector"
+    return _distinct_per_row(addresses // np.uint64(sector_bytes), lanes), \
+        _distinct_per_row(addresses // np.uint64(line_bytes), lanes)
+
+
+def _distinct_per_row(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    sentinel = np.iinfo(np.uint64).max
+    v = np.sort(np.where(valid, values, sentinel), axis=1)
+    first = np.concatenate([np.ones((len(v), 1), bool), v[:, 1:] != v[:, :-1]], axis=1)
+    return ((v != sentinel) & first).sum(axis=1).astype(np.int64)
+
+
+# ---- register file -------------------------------------------------------------------------------
+def operand_table(program) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
+    """Per static instruction and source slot: (first register, width, .reuse flag, registers read).
+
+    Returns slot_reg (n_pc, S) int32 (-1: the slot reads no vector register), slot_width (n_pc, S),
+    slot_reuse (n_pc, S) bool and, per instruction, a tuple per slot of the registers it reads.
+    Slot s is the s-th source operand as the listing prints it (reuse bit s, [MAXWELL-NOTES]).
+    """
+    n_slots = max([len(ins.srcs) for ins in program.instructions] + [1])
+    n = len(program.instructions)
+    slot_reg = np.full((n, n_slots), -1, dtype=np.int32)
+    slot_width = np.zeros((n, n_slots), dtype=np.int32)
+    slot_reuse = np.zeros((n, n_slots), dtype=bool)
+    regs_read = []
+    for i, ins in enumerate(program.instructions):
+        per_slot = []
+        for s, op in enumerate(ins.srcs):
+            regs = register_reads(op)
+            per_slot.append(regs)
+            if regs:
+                slot_reg[i, s], slot_width[i, s] = regs[0], op.width
+                slot_reuse[i, s] = bool(op.reuse or (ins.control.reuse_bits >> s) & 1)
+        regs_read.append(tuple(per_slot))
+    return slot_reg, slot_width, slot_reuse, regs_read
+
+
+def register_reads(op) -> tuple[int, ...]:
+    """Vector registers an operand reads from the banked register file (none for RZ, UR, P, c[], imm)."""
+    if op.kind == "reg" or (op.kind == "mem" and op.reg is not None):
+        return () if op.reg == RZ else op.regs
+    return ()
+
+
+def bank_conflict_cycles(regs, banks: int = 4, bank_width_bits: int = 32) -> int:
+    """Extra read cycles for one instruction reading `regs`: max over banks of ceil(distinct / ports) - 1."""
+    distinct = sorted(set(int(r) for r in regs))
+    if not distinct:
+        return 0
+    ports = max(1, bank_width_bits // 32)
+    counts = np.bincount(np.asarray(distinct) % banks, minlength=banks)
+    return int(-(-counts.max() // ports)) - 1
+
+
+MEMORY_UNITS = ("lsu", "smem", "cmem")  # read their registers late, through the MIO path [MAXAS-CC]
+NON_VECTOR_UNITS = ("uniform", "branch", "sync")
+
+
+def collector_reads(program, memory_ops: bool = False) -> np.ndarray:
+    """(n_pc,) bool: the instruction reads its vector sources through the ALU operand path.
+
+    Memory instructions read their registers late through the MIO queue [MAXAS-CC] (their conflicts
+    with later ALU instructions are timing interactions) and are left out unless memory_ops; uniform,
+    branch and barrier instructions read no vector operands.
+    """
+    skip = NON_VECTOR_UNITS + (() if memory_ops else MEMORY_UNITS)
+    return np.array([ins.unit not in skip for ins in program.instructions], dtype=bool)
+
+
+def reuse_hit_slots(program, trace, table=None, memory_ops: bool = False) -> np.ndarray:
+    """(N,) int bitmask per record: source slots served by the reuse cache (see the module docstring).
+
+    Slot s of a record hits when the warp's most recent earlier record that read a vector register
+    in slot s through the operand path flagged it ``.reuse`` and read the same register range.
+    Records that do not read slot s leave that slot's cache entry alone: ptxas flags operands whose
+    next reader in the slot comes after a memory, uniform or S2R instruction (e.g.
+    ``DFMA R78, R54.reuse, ..`` / ``LDS.64`` / ``DFMA R80, R54, ..`` in dgemm_unroll on sm_90).
+    """
+    slot_reg, slot_width, slot_reuse, _ = table or operand_table(program)
+    rec = trace.records
+    n = len(rec)
+    hits = np.zeros(n, dtype=np.int64)
+    if n < 2:
+        return hits
+    pc = rec["pc_index"].astype(np.int64)
+    warp = rec["warp"]
+    alu = collector_reads(program, memory_ops)[pc]
+    for s in range(slot_reg.shape[1]):
+        idx = np.flatnonzero(alu & (slot_reg[pc, s] >= 0))  # records that read slot s, in (warp, seq) order
+        if len(idx) < 2:
+            continue
+        cur, prev = pc[idx[1:]], pc[idx[:-1]]
+        hit = ((warp[idx[1:]] == warp[idx[:-1]]) & slot_reuse[prev, s] & (slot_reg[cur, s] == slot_reg[prev, s])
+               & (slot_width[cur, s] == slot_width[prev, s]))
+        hits[idx[1:][hit]] |= 1 << s
+    return hits
+
+
+def register_bank_conflicts(program, trace, banks: int = 4, bank_width_bits: int = 32, reuse_cache: bool = True,
+                            memory_ops: bool = False, return_hits: bool = False):
+    """Extra operand-read cycles per record from source-register bank conflicts (module docstring).
+
+    With reuse_cache, operands served by the reuse cache do not read the banks. Vectorised over the
+    records: the cost depends only on (static instruction, set of slots hit), so it is computed once
+    per distinct pair and looked up. With return_hits, returns (cycles, reuse hits per record,
+    cycles if no operand were served by the reuse cache).
+    """
+    table = operand_table(program)
+    regs_read = table[3]
+    pc = trace.records["pc_index"].astype(np.int64)
+    hits = reuse_hit_slots(program, trace, table, memory_ops) if reuse_cache else np.zeros(len(pc), dtype=np.int64)
+    reads = collector_reads(program, memory_ops)
+    width = 1 << table[0].shape[1]
+    keys, inverse = np.unique(pc * width + hits, return_inverse=True)
+    cost = np.zeros(len(keys), dtype=np.int64)
+    cost_no_reuse = np.zeros(len(keys), dtype=np.int64)
+    n_hits = np.zeros(len(keys), dtype=np.int64)
+    for k, key in enumerate(keys):
+        p, mask = divmod(int(key), width)
+        if not reads[p]:
+            continue
+        slots = regs_read[p]
+        cost[k] = bank_conflict_cycles([r for s, regs in enumerate(slots) if not (mask >> s) & 1 for r in regs],
+                                       banks, bank_width_bits)
+        cost_no_reuse[k] = bank_conflict_cycles([r for regs in slots for r in regs], banks, bank_width_bits)
+        n_hits[k] = bin(mask).count("1")
+    inverse = np.asarray(inverse).reshape(-1)
+    if return_hits:
+        return cost[inverse], n_hits[inverse], cost_no_reuse[inverse]
+    return cost[inverse]
+
+
+# ---- all columns ---------------------------------------------------------------------------------
+SHARED_RULES = {
+    # Kepler: 32 banks of 8 bytes (two 32-bit words per bank row in the default 4-byte mode)
+    "sm_35": {"smem_banks": 32, "smem_bank_width_bytes": 4, "smem_bank_row_words": 2, "smem_phase_bytes": 256,
+              "smem_pack_uniform_pairs": False},
+    "sm_52": {"smem_banks": 32, "smem_bank_width_bytes": 4, "smem_bank_row_words": 1, "smem_phase_bytes": 128,
+              "smem_pack_uniform_pairs": False},
+    "sm_90": {"smem_banks": 32, "smem_bank_width_bytes": 4, "smem_bank_row_words": 1, "smem_phase_bytes": 128,
+              "smem_pack_uniform_pairs": True},
+}
+REGISTER_RULES = {
+    "sm_35": {"reg_banks": 4, "reg_bank_width_bits": 32},  # the real Kepler map is not reg % 4 (maxas)
+    "sm_52": {"reg_banks": 4, "reg_bank_width_bits": 32},
+    "sm_90": {"reg_banks": 2, "reg_bank_width_bits": 64},
+}
+
+
+def rules_for_arch(arch: str) -> dict:
+    """Keyword arguments of `precompute` for an architecture (sm_35 / sm_52 / sm_90)."""
+    return {**SHARED_RULES[arch], **REGISTER_RULES[arch]}
+
+
+def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int = 32, reuse_cache: bool = True,
+               reg_memory_ops: bool = False,
+               smem_banks: int = 32, smem_bank_width_bytes: int = 4, smem_bank_row_words: int = 1,
+               smem_phase_bytes: int | None = None, smem_pack_uniform_pairs: bool = False,
+               sector_bytes: int = 32, line_bytes: int = 128) -> dict[str, np.ndarray]:
+    """Per record columns (aligned with ``trace.records``): smem_wavefronts, smem_conflicts, gsectors,
+    glines, reg_conflict_cycles, reuse_hits. Records that are not such accesses get 0.
+
+    smem_pack_uniform_pairs applies to shared loads only (it is a property of the return path).
+    """
+    rec = trace.records
+    n = len(rec)
+    cols = {k: np.zeros(n, dtype=np.int64) for k in ("smem_wavefronts", "smem_conflicts", "gsectors", "glines")}
+    kinds = np.array([access_kind(ins) or "" for ins in program.instructions] + [""], dtype=object)
+    rows = rec["mem_row"].astype(np.int64)
+    is_mem = rows >= 0
+    kind = np.where(is_mem, kinds[np.where(is_mem, rec["pc_index"], -1)], "")
+    for k in (SHARED_LOAD, SHARED_STORE):
+        sel = np.flatnonzero(kind == k)
+        if len(sel):
+            r = rows[sel]
+            w, ideal = shared_wavefronts(trace.addresses[r], trace.access_bytes[r], rec["exec_mask"][sel],
+                                         smem_banks, smem_bank_width_bytes, phase_bytes=smem_phase_bytes,
+                                         bank_row_words=smem_bank_row_words,
+                                         pack_uniform_pairs=smem_pack_uniform_pairs and k == SHARED_LOAD,
+                                         return_ideal=True)
+            cols["smem_wavefronts"][sel], cols["smem_conflicts"][sel] = w, w - ideal
+    sel = np.flatnonzero((kind == GLOBAL_LOAD) | (kind == GLOBAL_STORE))
+    if len(sel):
+        r = rows[sel]
+        cols["gsectors"][sel], cols["glines"][sel] = global_sectors(trace.addresses[r], trace.access_bytes[r],
+                                                                    rec["exec_mask"][sel], sector_bytes, line_bytes)
+    conflicts, hits, no_reuse = register_bank_conflicts(program, trace, reg_banks, reg_bank_width_bits, reuse_cache,
+                                                        reg_memory_ops, return_hits=True)
+    cols["reg_conflict_cycles"], cols["reuse_hits"], cols["reg_conflict_cycles_no_reuse"] = conflicts, hits, no_reuse
+    return cols

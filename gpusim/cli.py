@@ -165,12 +165,25 @@ def run(workload: str = typer.Argument(..., help="workload name or path of a spe
         set_: list[str] = typer.Option([], "--set", help="override a config field: --set sm.register_file.banks=8"),
         honour_control_codes: Optional[bool] = typer.Option(None, "--control-codes/--scoreboard",
                                                             help="use the compiler's control codes or a "
-                                                                 "hardware register scoreboard")):
+                                                                 "hardware register scoreboard"),
+        timeline_ctas: Optional[str] = typer.Option(None, "--timeline-ctas",
+                                                    help="record a timeline for these CTAs (e.g. 0,1) for gpusim viz"),
+        timeline_cycles: str = typer.Option("0:50000", "--timeline-cycles",
+                                            help="cycle window of the timeline, FIRST:LAST")):
     """Simulate a workload on a GPU config and print where the cycles went."""
+    from gpusim.errors import SpecError
     from gpusim.timing.driver import run_workload
 
+    window = None
+    if timeline_ctas is not None:
+        try:
+            lo, hi = (float(x) for x in timeline_cycles.split(":"))
+            ctas = None if timeline_ctas == "all" else [int(c) for c in timeline_ctas.split(",")]
+        except ValueError:
+            raise SpecError("--timeline-ctas takes 'all' or ids like 0,1; --timeline-cycles takes FIRST:LAST") from None
+        window = (lo, hi, ctas)
     result = run_workload(workload, gpu, size, mode=mode, overrides=_parse_sets(set_),
-                          honour_control_codes=honour_control_codes)
+                          honour_control_codes=honour_control_codes, window=window)
     if json_path:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(result.model_dump_json(indent=2))

@@ -12,13 +12,23 @@ import numpy as np
 
 from gpusim.emu.ops import op
 
+# Opcodes whose handlers set the PC of every warp of the batch themselves (and return True): the
+# emulator writes the batch's current PC before running one of them.
+CONTROL_OPCODES: set[str] = set()
+
+
+def control_op(*names):
+    """Register a control-flow handler."""
+    CONTROL_OPCODES.update(names)
+    return op(*names)
+
 
 def _taken(ex):
     """Per warp (n, 32): lanes for which the branch condition holds among the active ones."""
     return ex.active.reshape(-1, 32)
 
 
-@op("BRA", "JMP")
+@control_op("BRA", "JMP")
 def bra(ex):
     emu, pc = ex.emu, ex.ins.index
     target = emu.program.by_address[ex.ins.srcs[-1].value] if ex.ins.srcs[-1].kind == "label" else None
@@ -38,7 +48,7 @@ def bra(ex):
     return True
 
 
-@op("EXIT", "RET")
+@control_op("EXIT", "RET")
 def exit_(ex):
     emu = ex.emu
     taken = _taken(ex)
@@ -49,7 +59,7 @@ def exit_(ex):
     return True
 
 
-@op("BAR")
+@control_op("BAR")
 def bar(ex):
     if "SYNC" not in ex.ins.modifiers and "SYNCALL" not in ex.ins.modifiers and len(ex.ins.modifiers):
         if not any(m in ex.ins.modifiers for m in ("SYNC", "DEFER_BLOCKING")):
@@ -60,7 +70,7 @@ def bar(ex):
     return True
 
 
-@op("SSY", "PBK", "BSSY")
+@control_op("SSY", "PBK", "BSSY")
 def push_reconvergence(ex):
     emu = ex.emu
     label = next(s for s in ex.ins.srcs if s.kind == "label")
@@ -72,7 +82,7 @@ def push_reconvergence(ex):
     return True
 
 
-@op("SYNC", "BSYNC")
+@control_op("SYNC", "BSYNC")
 def sync(ex):
     """The active lanes reached their reconvergence point."""
     sync_lanes(ex.emu, ex.ins, ex.wids, _taken(ex))
@@ -104,7 +114,7 @@ def sync_lanes(emu, ins, wids, taken):
             emu.resume_pending(w)
 
 
-@op("BRK")
+@control_op("BRK")
 def brk(ex):
     """Active lanes leave the loop: they wait at the PBK target until the others break too."""
     emu = ex.emu

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpusim.emu import ops
+from gpusim.emu.control import CONTROL_OPCODES
+from gpusim.emu.fast import specialise
 from gpusim.emu.memory import GlobalMemory, MemoryFault, SharedMemory
 from gpusim.emu.state import Exec, WarpState
 from gpusim.errors import EmulationError
@@ -56,6 +58,37 @@ class TraceLog:
     mem: dict = field(default_factory=dict)  # step number -> (addresses (nw, 32) uint64, bytes per lane)
 
 
+def pack_lanes(lanes: np.ndarray) -> np.ndarray:
+    """Lane booleans (warps x 32, or flat) as one uint32 bit mask per warp, lane i at bit i."""
+    return np.packbits(lanes.reshape(-1, 32), axis=1, bitorder="little").view(np.uint32).ravel()
+
+
+class Batch:
+    """Warps that execute together: their ids, their lanes in the lane-major arrays (`sel`: a slice
+    when the warps are contiguous), their lane mask (a copy: valid until control flow changes a mask)
+    and whether every lane is in it. The arrays are read-only: the trace log shares them."""
+
+    def __init__(self, emu: "Emulator", wids: np.ndarray):
+        w0, w1 = int(wids[0]), int(wids[-1]) + 1
+        contiguous = w1 - w0 == len(wids)
+        self.wids = wids
+        self.warps = slice(w0, w1) if contiguous else wids
+        self.sel = slice(32 * w0, 32 * w1) if contiguous else (wids[:, None] * 32 + np.arange(32)).ravel()
+        self.mask = emu.mask[wids].ravel()
+        self.full = bool(self.mask.all())
+        self._packed = None
+        for a in (self.wids, self.mask):
+            a.setflags(write=False)
+
+    @property
+    def packed_mask(self) -> np.ndarray:
+        """The lane mask as one uint32 per warp (computed once per batch)."""
+        if self._packed is None:
+            self._packed = pack_lanes(self.mask)
+            self._packed.setflags(write=False)
+        return self._packed
+
+
 class Emulator:
     """Emulate `program` over the CTAs `ctas` (default: all) of `launch`."""
 
@@ -84,7 +117,12 @@ class Emulator:
         self.steps, self.step_limit = 0, step_limit
         self.warp_instructions = 0
         self.clock = 0
-        self.handlers = [ops.handler(program.arch, ins) for ins in program.instructions]
+        self.handlers = [specialise(ins, ops.handler(program.arch, ins), self.state) for ins in program.instructions]
+        self.uniform = [ins.unit == "uniform" and ins.opcode not in ("R2UR", "S2UR", "VOTEU")
+                        for ins in program.instructions]
+        self.control = [ins.opcode in CONTROL_OPCODES or (self.arch_family < 50 and "S" in ins.modifiers)
+                        for ins in program.instructions]
+        self.lane_cta = np.repeat(self.warp_cta, 32)  # CTA slot of each lane
 
     # ---- launch state ------------------------------------------------------------------------
     # Constant bank 0 layout per architecture family: (block dims, grid dims, stack pointer) offsets.
@@ -143,88 +181,133 @@ class Emulator:
 
     # ---- the loop ------------------------------------------------------------------------------
     def run(self) -> "Emulator":
-        n = len(self.program)
+        """Step until every warp is done. Each step runs the lowest PC among the runnable warps for
+        all runnable warps sitting there; a batch keeps going at the next PC while its instructions
+        fall through and it stays below every other runnable warp's PC (the same choice the step
+        rule would make), so the per-step scheduling work is done once per straight-line run."""
+        while True:
+            picked = self._pick()
+            if picked is None:
+                return self
+            pc, wids, horizon = picked
+            self._run_batch(pc, Batch(self, wids), horizon)
+
+    def _pick(self):
+        """(pc, warps, horizon): the next batch and the lowest PC of the runnable warps outside it
+        (None when all warps are done). Releases barriers and detects deadlock."""
         while True:
             runnable = ~(self.done | self.waiting)
-            if not runnable.any():
-                if self.done.all():
-                    return self
-                if not self._release_barriers():
-                    stuck = np.flatnonzero(self.waiting)[:4]
-                    raise EmulationError(
-                        f"deadlock: warps {stuck.tolist()} wait at a barrier that the rest of their CTA never reaches",
-                        self.program.kernel)
-                continue
-            pc = int(self.pc[runnable].min())
-            wids = np.flatnonzero(runnable & (self.pc == pc))
+            if runnable.any():
+                break
+            if self.done.all():
+                return None
+            if not self._release_barriers():
+                stuck = np.flatnonzero(self.waiting)[:4]
+                raise EmulationError(
+                    f"deadlock: warps {stuck.tolist()} wait at a barrier that the rest of their CTA never reaches",
+                    self.program.kernel)
+        pcs = np.where(runnable, self.pc, np.iinfo(np.int64).max)
+        pc = int(pcs.min())
+        here = pcs == pc
+        wids = np.flatnonzero(here)
+        pcs[here] = np.iinfo(np.int64).max
+        return pc, wids, int(pcs.min())
+
+    def _run_batch(self, pc: int, batch: "Batch", horizon: int) -> None:
+        """Run `batch` from `pc` until a control-flow instruction or until it reaches `horizon`.
+        The batch's entries in self.pc are written when it stops (and before control flow)."""
+        n = len(self.program)
+        while True:
             if pc >= n:
-                raise EmulationError(f"warp {int(wids[0])} ran past the end of the program", self.program.kernel)
-            self._step(pc, wids)
+                raise EmulationError(f"warp {int(batch.wids[0])} ran past the end of the program",
+                                     self.program.kernel)
+            if self.control[pc]:
+                self.pc[batch.warps] = pc
+            jumped = self._step(pc, batch)
             self.steps += 1
             self.clock += 1
             if self.steps > self.step_limit:
                 raise EmulationError(f"step limit {self.step_limit} exceeded (a loop that never ends?)",
                                      self.program.kernel)
+            if jumped:
+                return
+            pc += 1
+            if pc >= horizon:
+                self.pc[batch.warps] = pc
+                return
 
-    def _step(self, pc: int, wids: np.ndarray) -> None:
+    def _step(self, pc: int, batch: "Batch") -> bool:
+        """Execute instruction `pc` for `batch`; True when its handler set the warps' PCs itself."""
         ins = self.program.instructions[pc]
-        sel = slice(int(wids[0]) * 32, (int(wids[-1]) + 1) * 32) if wids[-1] - wids[0] + 1 == len(wids) else \
-            (wids[:, None] * 32 + np.arange(32)).ravel()
-        mask = self.mask[wids].ravel()
-        uniform = ins.unit == "uniform" and ins.opcode not in ("R2UR", "S2UR", "VOTEU")
-        active = mask
+        active, full = batch.mask, batch.full
         if ins.guard is not None:
-            g = (self.state.UP[ins.guard, wids].repeat(32) if ins.guard_uniform else self.state.P[ins.guard][sel])
-            active = mask & (~g if ins.guard_negated else g)
+            g = (self.state.UP[ins.guard, batch.wids].repeat(32) if ins.guard_uniform
+                 else self.state.P[ins.guard][batch.sel])
+            active, full = active & (~g if ins.guard_negated else g), None
+        uniform = self.uniform[pc]
         if uniform:
-            active = active.reshape(-1, 32).any(axis=1)
-        ex = Exec(self, ins, wids, sel, active, uniform)
+            active, full = active.reshape(-1, 32).any(axis=1), None
         if self.record:
-            self.log.exec_masks.append(np.where(active, np.uint32(0xFFFFFFFF), np.uint32(0)) if uniform else
-                                       np.packbits(active.reshape(-1, 32), axis=1, bitorder="little")
-                                       .view(np.uint32).ravel())
-        self.warp_instructions += len(wids)
-        if self.record:
-            self.log.pcs.append(pc)
-            self.log.warps.append(wids)
-            self.log.masks.append(np.packbits(self.mask[wids], axis=1, bitorder="little").view(np.uint32).ravel())
+            self._record_step(pc, batch, active, uniform)
+        self.warp_instructions += len(batch.wids)
+        ex = Exec(self, ins, batch.wids, batch.sel, active, uniform, full)
         try:
             next_pc = self.handlers[pc](ex)
         except MemoryFault as fault:
-            raise EmulationError(self._fault_text(ins, wids, active, fault), self.program.kernel) from None
+            raise EmulationError(self._fault_text(ins, batch.wids, active, fault), self.program.kernel) from None
         except EmulationError:
             raise
         except (NotImplementedError, IndexError, ValueError) as exc:
             raise EmulationError(f"{exc}", self._where(ins)) from None
-        if next_pc is None:
-            self.pc[wids] = pc + 1
-            if self.arch_family < 50 and "S" in ins.modifiers:  # Kepler `.S`: then sync (pop SSY)
-                from gpusim.emu.control import sync_lanes
+        if next_pc is None and self.arch_family < 50 and "S" in ins.modifiers:  # Kepler `.S`: then sync
+            from gpusim.emu.control import sync_lanes
 
-                sync_lanes(self, ins, wids, active.reshape(-1, 32))
-        # control-flow handlers set self.pc themselves and return True
+            self.pc[batch.warps] = pc + 1
+            sync_lanes(self, ins, batch.wids, active.reshape(-1, 32))
+            return True
+        return next_pc is not None  # control-flow handlers set self.pc themselves and return True
+
+    def _record_step(self, pc: int, batch: "Batch", active: np.ndarray, uniform: bool) -> None:
+        """Log the step: PC, warps, their lane masks and the lanes that execute (mask and guard)."""
+        log = self.log
+        log.pcs.append(pc)
+        log.warps.append(batch.wids)
+        log.masks.append(batch.packed_mask)
+        if active is batch.mask:
+            log.exec_masks.append(batch.packed_mask)
+        elif uniform:
+            log.exec_masks.append(np.where(active, np.uint32(0xFFFFFFFF), np.uint32(0)))
+        else:
+            log.exec_masks.append(pack_lanes(active))
 
     # ---- memory -----------------------------------------------------------------------------------
     def record_addresses(self, ex: Exec, addrs: np.ndarray, nbytes: int) -> None:
+        """Log the step's addresses, one per executing lane (0 for the others)."""
         if self.record:
-            full = np.zeros(len(ex.wids) * 32, dtype=np.uint64)
-            full[ex.active] = addrs
+            if ex.full:
+                full = addrs.astype(np.uint64, copy=False)
+            else:
+                full = np.zeros(len(ex.wids) * 32, dtype=np.uint64)
+                full[ex.active] = addrs
             self.log.mem[len(self.log.pcs) - 1] = (full.reshape(-1, 32), nbytes)
 
     def shared_rows(self, ex: Exec) -> np.ndarray:
-        return np.repeat(self.warp_cta[ex.wids], 32)[ex.active]
+        return self.lane_cta[ex.sel][ex.active]
 
     # ---- barriers and control flow -----------------------------------------------------------------
     def _release_barriers(self) -> bool:
-        released = False
-        for slot in np.unique(self.warp_cta[self.waiting]):
-            warps = np.flatnonzero(self.warp_cta == slot)
-            live = warps[~self.done[warps]]
-            if self.waiting[live].all():
-                self.waiting[live] = False
-                self.pc[live] += 1
-                released = True
-        return released
+        """A CTA with a waiting warp whose live (not done) warps all wait passes the barrier: its live
+        warps go on after BAR. True when some CTA was released."""
+        slots = len(self.ctas)
+        live = ~self.done
+        n_live = np.bincount(self.warp_cta[live], minlength=slots)
+        n_live_waiting = np.bincount(self.warp_cta[live & self.waiting], minlength=slots)
+        has_waiting = np.bincount(self.warp_cta[self.waiting], minlength=slots) > 0
+        release = has_waiting & (n_live_waiting == n_live)
+        go = release[self.warp_cta] & live
+        self.waiting[go] = False
+        self.pc[go] += 1
+        return bool(release.any())
 
     def retire_lanes(self, w: int, lanes: np.ndarray) -> None:
         """EXIT: the lanes leave for good; an empty warp resumes a pending path or finishes."""

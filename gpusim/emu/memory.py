@@ -68,6 +68,20 @@ class GlobalMemory:
             raise MemoryFault(f"{kind} global access of {nbytes} bytes", bad, int(addrs[bad]))
         return ((addrs - np.uint64(GLOBAL_BASE)) >> np.uint64(2)).astype(np.int64)
 
+    def flat_index(self, addrs: np.ndarray, nbytes: int) -> np.ndarray | None:
+        """Arena word index of each address (int64 bits) when no access faults, else None (the
+        caller then takes the path that reports the fault). Quick check when the lowest and highest
+        address lie in one buffer; the per-lane check of `_word_index` otherwise."""
+        lo, hi = int(addrs.min()), int(addrs.max())
+        aligned = not int(np.bitwise_or.reduce(addrs)) & (nbytes - 1)
+        which = int(np.searchsorted(self._starts, np.uint64(max(lo, 0)), side="right")) - 1
+        if aligned and lo >= GLOBAL_BASE and which >= 0 and hi + nbytes <= int(self._ends[which]):
+            return (addrs - GLOBAL_BASE) >> 2
+        try:
+            return self._word_index(addrs.view(np.uint64), nbytes)
+        except MemoryFault:
+            return None
+
     def load(self, addrs: np.ndarray, nbytes: int) -> np.ndarray:
         """Words loaded per lane: shape (nbytes // 4, lanes), uint32."""
         idx = self._word_index(addrs, nbytes)
@@ -85,6 +99,16 @@ class SharedMemory:
     def __init__(self, n_ctas: int, size: int):
         self.size = size
         self.words = np.zeros((n_ctas, max(size, 4) // 4 + 1), dtype=np.uint32)  # +1: zero-size kernels
+        self.flat = self.words.reshape(-1)  # a view: word w of CTA slot c is flat[c * row_words + w]
+
+    def flat_index(self, cta_rows: np.ndarray, addrs: np.ndarray, nbytes: int) -> np.ndarray | None:
+        """Index into `flat` of each lane's first word when every access is aligned and inside the
+        shared size (checked on the lowest and highest address); None otherwise (`_index` then
+        names the fault)."""
+        if int(addrs.min()) < 0 or int(addrs.max()) + nbytes > self.size or \
+                int(np.bitwise_or.reduce(addrs)) & (nbytes - 1):
+            return None
+        return cta_rows * self.words.shape[1] + (addrs >> 2)
 
     def _index(self, cta_rows: np.ndarray, addrs: np.ndarray, nbytes: int):
         addrs = addrs.astype(np.int64, copy=False)

@@ -4,6 +4,9 @@ Registers are stored register-major, `R[reg, lane]` with lane = warp * 32 + thre
 a whole batch of warps is one contiguous numpy row and an instruction runs as a few vector operations
 over all lanes of all warps that sit at the same PC. 64/128-bit operands are register ranges
 (R2:R3 holds a double as low word, high word).
+
+Every write to a register row goes through `Exec.write` (or calls `WarpState.forget` first): the state
+keeps float64 copies of rows that FFMA reads as multiplicands, and a write must drop the stale copy.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ class WarpState:
         self.UR = np.zeros((64, n_warps), dtype=U32)
         self.UP = np.zeros((8, n_warps), dtype=bool)
         self.UP[PT] = True
+        self._f64: dict[int, np.ndarray] = {}  # register row -> its float32 values as float64 (all lanes)
+        self._scratch: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def row(self, reg: int) -> int:
         if reg == RZ:
@@ -37,6 +42,32 @@ class WarpState:
         if reg >= self.n_regs:
             raise IndexError(f"register R{reg} beyond the kernel's {self.n_regs} registers")
         return reg
+
+    def float64_row(self, row: int) -> np.ndarray:
+        """Register row `row` (all lanes) read as float32 and widened to float64; kept until the row
+        is written. The cached array is shared: callers must not modify it."""
+        v = self._f64.get(row)
+        if v is None:
+            v = self.R[row].view(np.float32).astype(np.float64)
+            v.setflags(write=False)
+            self._f64[row] = v
+        return v
+
+    def cached_float64_row(self, row: int) -> np.ndarray | None:
+        """The float64 copy of row `row` if one is kept, else None."""
+        return self._f64.get(row)
+
+    def forget(self, row: int) -> None:
+        """Register row `row` is about to be written: drop its float64 copy."""
+        if self._f64:
+            self._f64.pop(row, None)
+
+    def scratch(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Two float64 work arrays of n elements, reused between instructions (contents undefined)."""
+        bufs = self._scratch.get(n)
+        if bufs is None:
+            bufs = self._scratch[n] = (np.empty(n), np.empty(n))
+        return bufs
 
 
 def f32(x):
@@ -61,14 +92,24 @@ class Exec:
 
     `sel` selects the batch's lanes in the lane-major arrays (a slice when the warps are contiguous),
     `wids` the warp ids, `active` the lanes that execute (warp mask and guard predicate). In uniform
-    mode (U* instructions) values are per warp instead of per lane.
+    mode (U* instructions) values are per warp instead of per lane. `full` says whether every one of
+    the n lanes executes (None: not known yet, worked out from `active` on first use).
     """
 
-    def __init__(self, emu, ins: Instruction, wids: np.ndarray, sel, active: np.ndarray, uniform: bool):
+    def __init__(self, emu, ins: Instruction, wids: np.ndarray, sel, active: np.ndarray, uniform: bool,
+                 full: bool | None = None):
         self.emu, self.ins, self.wids, self.sel, self.active = emu, ins, wids, sel, active
         self.st: WarpState = emu.state
         self.uniform = uniform
         self.n = len(wids) if uniform else len(wids) * 32
+        self._full = full
+
+    @property
+    def full(self) -> bool:
+        """Every lane of the batch executes: writes may overwrite whole rows."""
+        if self._full is None:
+            self._full = bool(self.active.all())
+        return self._full
 
     # ---- reading -------------------------------------------------------------------------------
     def _raw(self, op: Operand, word: int = 0):
@@ -157,10 +198,11 @@ class Exec:
         if op.kind == "reg":
             if op.reg == RZ:
                 return
-            row = self.st.R[self.st.row(op.reg + word)]
+            r = self.st.row(op.reg + word)
             if self.uniform:
                 raise NotImplementedError("uniform instruction writing a vector register")
-            self._store(row, v)
+            self.st.forget(r)
+            self._store(self.st.R[r], v)
         elif op.kind == "ureg":
             if op.reg == URZ:
                 return
@@ -196,8 +238,12 @@ class Exec:
         return self.st.CC[self.sel]
 
     def _store(self, row: np.ndarray, v: np.ndarray) -> None:
+        """row[lane] = v[lane] for the executing lanes of the batch."""
         if isinstance(self.sel, slice):
-            np.copyto(row[self.sel], v, where=self.active)
+            if self.full:
+                row[self.sel] = v
+            else:
+                np.copyto(row[self.sel], v, where=self.active)
         else:
             idx = self.sel[self.active]
             row[idx] = v[self.active]

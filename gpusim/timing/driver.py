@@ -6,7 +6,7 @@ from gpusim.errors import SpecError
 
 
 def run_workload(workload: str, gpu: str, size: int, mode: str = "detailed", overrides: dict | None = None,
-                 honour_control_codes: bool | None = None):
+                 honour_control_codes: bool | None = None, window=None):
     from gpusim.config import apply_overrides, load_gpu
     from gpusim.emu.run import emulate
     from gpusim.timing.gpu import simulate
@@ -26,4 +26,4 @@ def run_workload(workload: str, gpu: str, size: int, mode: str = "detailed", ove
     emu, _ = emulate(wl, cfg.arch, size)
     trace = DynamicTrace.from_emulator(emu, workload=wl.name, size=size)
     return simulate(emu.program, trace, cfg, workload=wl.name, size=size,
-                    honour_control_codes=honour_control_codes)
+                    honour_control_codes=honour_control_codes, window=window)

@@ -19,7 +19,7 @@ from gpusim.timing.static import GLOAD, SMEM, static_info
 class GPU:
     cta_launch_cycles = 0  # CTA launch overhead is not modelled
 
-    def __init__(self, program, trace, cfg, honour_control_codes: bool | None = None):
+    def __init__(self, program, trace, cfg, honour_control_codes: bool | None = None, window=None):
         if trace.header["arch"] != cfg.arch:
             raise GpusimError(f"trace is for {trace.header['arch']} but GPU '{cfg.card}' runs {cfg.arch} code")
         self.program, self.trace, self.cfg = program, trace, cfg
@@ -40,6 +40,8 @@ class GPU:
         self._sector_cache: dict[int, list] = {}
         self._sector_shift = int(np.log2(l1.sector_bytes))
         self.cta_queue: list[int] = []
+        # timeline recording window: (first cycle, last cycle, set of CTA ids or None), or None for no timeline
+        self.window = None if window is None else (window[0], window[1], None if window[2] is None else set(window[2]))
 
     # ---- trace access -----------------------------------------------------------------------------
     def stream(self, gid: int):
@@ -128,9 +130,12 @@ class GPU:
             memory={"global_load_instructions": int(gl.sum()), "l1_hits": l1h, "l1_misses": l1m,
                     "l2_hits": memory.l2.hits, "l2_misses": memory.l2.misses, "l2_bytes": memory.l2_queue.bytes,
                     "dram_bytes": memory.dram_queue.bytes},
+            timeline=[e for sm in sms for e in (sm.timeline or [])] if self.window is not None else None,
             notes=[] if self.control_mode else ["dependencies from a register scoreboard (control codes not used)"])
 
 
 def simulate(program, trace, cfg, workload: str | None = None, size: int | None = None,
-             honour_control_codes: bool | None = None) -> SimResult:
-    return GPU(program, trace, cfg, honour_control_codes).run(workload, size)
+             honour_control_codes: bool | None = None, window=None) -> SimResult:
+    """Time `trace` of `program` on `cfg`. `window` = (first cycle, last cycle, CTA ids or None)
+    records a timeline of issue and stall slices for those CTAs and cycles (for `gpusim viz`)."""
+    return GPU(program, trace, cfg, honour_control_codes, window).run(workload, size)

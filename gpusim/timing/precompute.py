@@ -3,52 +3,95 @@
 Columns (aligned with ``DynamicTrace.records``), see `precompute`:
 
 ``smem_wavefronts``, ``smem_conflicts``
-    Shared-memory accesses (LDS/STS): passes through the 32 banks and the passes beyond the ideal.
+    Shared-memory accesses (LDS/STS): passes through the banks, and the passes beyond the ideal.
 ``gsectors``, ``glines``
     Global accesses (LDG/STG/LD/ST): distinct 32-byte sectors and 128-byte lines touched.
-``reg_conflict_cycles``, ``reuse_hits``
-    Extra operand-read cycles from register-bank conflicts, and source operands served by the reuse
-    cache.
+``reg_conflict_cycles``, ``reuse_hits``, ``reg_conflict_cycles_no_reuse``
+    Extra operand-read cycles from register-bank conflicts, source operands served by the reuse
+    cache, and the extra cycles if the reuse cache had missed (for a timing loop that invalidates it).
 
 Shared-memory rule (`shared_wavefronts`)
 ----------------------------------------
-Shared memory is 32 banks of 4 bytes on sm_5x..sm_9x (Kepler: 32 banks of 8 bytes in its 8-byte
-mode) [CPG11] ch.5 / App. K (microarch.md §5). A warp access is split into *phases*: the lanes
-whose data fit in one pass over all banks (banks * bank_width bytes = 128 B): 32 lanes for 32-bit
-accesses, half-warps (16 lanes) for 64-bit and quarter-warps (8 lanes) for 128-bit accesses
-[CPG11] App. K.x "64-bit/128-bit accesses", [FORUM77228] ("LDS.128 = 4 requests", NVIDIA answer on
-cc 7.x). Within a phase, lanes that read the same bank word are served by one broadcast; the phase
-needs as many wavefronts as the most loaded bank has *distinct* words. wavefronts = sum over phases.
-The ideal is one wavefront per phase with at least one executing lane, and Nsight Compute's
-``l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st}.sum`` is wavefronts - ideal.
+32 banks of 4 bytes on sm_5x..sm_9x; Kepler has 32 banks of 8 bytes (4-byte mode by default, in
+which words i and i+32 of a 64-word-aligned segment share a bank row) [CPG11] ch.5 / App. K,
+[GTC12] (microarch.md §5). A warp access is split into *phases* of at most 128 bytes of lane data
+(one pass over 32 x 4-byte banks): 32 lanes for 32-bit accesses, half-warps for 64-bit and
+quarter-warps for 128-bit accesses. Sources: the CUDA Programming Guide's cc 2.x shared-memory
+section (half-warp / quarter-warp rule for 64/128-bit accesses; microarch.md marks it [R]) and
+NVIDIA's answer for cc 7.x [FORUM77228]: the return path moves 128 B (one register of 32 lanes) per
+cycle, so ``LDS.128`` needs 4 requests; the H100 counters below confirm it for sm_90.
+Within a phase, lanes reading the same bank word share one broadcast; the phase needs as many
+wavefronts as its most loaded bank has *distinct* words; wavefronts = sum over phases with an
+executing lane (an access whose lanes are all guarded off costs 0). The ideal is
+ceil(distinct words / banks) per phase (1 per non-empty phase when a phase holds <= 128 B), and
+conflicts = wavefronts - ideal, which is what Nsight Compute's
+``l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st}.sum`` counts.
+Loads on sm_70+ (``pack_uniform_pairs``): when every executing lane pair (t, t^1), or every pair
+(t, t^2), reads one address, the return path packs two lanes per slot and a phase holds twice the
+lanes [FORUM77228] ("LDS.128 ... from 4 to 2"; all lanes on one address included).
 
-Checked against Nsight Compute on the H100 (``scripts/compare_bank_conflicts.py``,
-``validation/h100/shared_bank_conflicts.csv``): see the "Hopper evidence" paragraph in
-`shared_wavefronts`.
+Hopper evidence (``scripts/compare_bank_conflicts.py`` -> ``validation/h100/shared_bank_conflicts.csv``:
+38 (workload, size) runs of 15 kernels, ncu 2025.3.1 on an H100 SXM; shared instruction counts,
+global load/store sectors and 26 runs' shared counters equal exactly):
+
+* 32-bit: stride-32 stores (simpleMatMatMul: 32 wavefronts, 31 conflicts each) and coalesced /
+  broadcast loads equal; 64-bit half-warp phases: the sB[tx][i] ``LDS.64`` of
+  simpleMatMatMul_corrected (words 32t+i, 32t+i+1) costs 32 wavefronts and 30 conflicts (983040 =
+  30 x 32768 at n=128, equal).
+* Pair packing for loads is needed: a broadcast ``LDS.64`` costs 1 wavefront, a broadcast
+  ``LDS.128`` 2 (coalescedMultiply); dgemm_unroll's ``LDS.64`` with lanes 0-15 / 16-31 each on one
+  address costs 1 but the one whose lanes 16-31 repeat lanes 0-15 costs 2 (measured mean 1.5);
+  dgemm_unroll_128b's ``LDS.128``: 2 and 4 (mean 3); sgemm_maxas ``LDS.128`` with T==T^1 or
+  T==T^2 lanes: 2. Without packing the loads of those kernels came out 33 % (dgemm, coalesced)
+  to 94 % (sgemm) high; 256-byte phases without packing fit the 128-bit loads but gave 1.0 instead
+  of 1.5 for the dgemm ``LDS.64`` and 4 instead of 8 wavefronts for sgemm's ``STS.128 [R36]``.
+  Stores are not packed and keep 128-byte phases (that ``STS.128``: 8 wavefronts, 4 conflicts,
+  equal).
+* Residue: in 12 runs (the dgemm kernels and sgemm_maxas_128: 256-thread CTAs, one per SM) the
+  counters show extra wavefronts that they also count as conflicts (measured - predicted wavefronts
+  == measured - predicted conflicts, 1911 in all, 0.15 % of those runs' shared wavefronts, up to
+  4.5 % of a run's store wavefronts; all but sgemm_maxas_128's stores conflict-free by pattern). It is
+  not a property of the addresses: CTAs with identical shared address streams count differently
+  (dgemm_unroll_128b n=256: 742 in all, 253 on one SM), and repeated ncu runs of the same launch
+  differ (re-run on the H100: dgemm_unroll_128b n=128 stores 100 / 86 / 127 vs 57 committed, n=256
+  721 / 700 / 570 vs 742; sgemm_maxas_128 n=256 stores 2286 / 2297 / 2292 vs 2236, predicted 2048;
+  coalescedMultiply's 63488 repeat exactly). Others saw the same: accel-sim/accel-sim-framework
+  PR #231 (V100: 2484 conflicts on a conflict-free benchmark), NVIDIA/Fuser issue #2263 ("bank
+  conflicts due to L1 cache"), NVIDIA forum thread 217015 (88 on conflict-free loads). Our reading
+  (not confirmed by NVIDIA text): the hardware counter also counts a shared wavefront delayed by
+  other traffic in the unified L1 data banks (global loads and stores of other warps), a timing
+  effect the timing model, not this module, has to produce.
 
 Register-bank rule (`register_bank_conflicts`)
 ----------------------------------------------
-bank = register % banks. Maxwell/Pascal: 4 banks of 32 bits [MAXAS-SG]; any two distinct source
-registers in one bank cost one extra read cycle unless one comes from the reuse cache. A bank of
-``bank_width_bits`` delivers ``bank_width_bits // 32`` registers per cycle, so Volta..Hopper's 2
-banks of 64 bits [JIA18] conflict only when three distinct sources fall into one bank (the rule
-[JIA18] reports: "conflict only when all three sources of a 3-input op are in one bank"). A 64-bit
-operand R[2k:2k+1] reads two registers, one in each of two adjacent banks (4 x 32-bit banks:
-banks 2k%4 and (2k+1)%4), so it is counted register by register. extra cycles = max over banks of
-ceil(distinct registers read from that bank / registers per bank per cycle) - 1.
-Register sources are ``reg`` operands and the base register of ``mem`` operands; predicates, RZ,
-uniform registers, constants and immediates are not read from the banked register file.
-Kepler's register->bank mapping is not reg % 4 (maxas SGEMM notes); pass ``banks`` for reg % banks
-only.
+bank = register % banks. Maxwell/Pascal: 4 banks of 32 bits [MAXAS-SG]: any two distinct source
+registers in one bank cost one extra read cycle unless one comes from the reuse cache. A bank
+``bank_width_bits`` wide delivers ``bank_width_bits // 32`` registers per cycle, so Volta..Hopper's
+2 banks of 64 bits [JIA18] conflict only when three distinct sources fall into one bank (the rule
+[JIA18] reports). A 64-bit operand R[2k:2k+1] reads two registers, in two adjacent banks (4 x 32-bit
+banks: 2k%4 and (2k+1)%4), so it is counted register by register. extra cycles = max over banks of
+ceil(distinct registers read from the bank / registers per bank per cycle) - 1. Register sources
+are ``reg`` operands and the base register of ``mem`` operands; predicates, RZ, uniform registers,
+constants and immediates are not read from the banked register file. Memory instructions read
+their registers late through the MIO queue [MAXAS-CC] and get 0 here unless ``memory_ops`` (their
+conflicts with later ALU instructions are timing interactions). Kepler's real register->bank map
+is not reg % 4 [MAXAS-SG]; the sm_35 rules use reg % 4 as an approximation. The sm_90 rule (2 x
+64-bit banks, ports model) is from [JIA18] for Volta and has not been checked on Hopper here.
 
-Reuse cache [MAXAS-SG]: an operand flagged ``.reuse`` is kept for the next instruction that reads
-the same register in the same slot (slot = position among the source operands: A, B, C, ...). We
-model it per warp stream: slot s of a record hits when the *previous record of the same warp* has
-slot s flagged ``.reuse`` with the same register (and width), and slot s reads that register again.
-On hardware the cache belongs to the scheduler (sub-partition) and an instruction of another warp
-issued in between invalidates it; that interleaving is a timing outcome and is left to the timing
-loop (it may clear hits when another warp issued in between). A record whose lanes are all guarded
-off is still issued and reads its operands here.
+Reuse cache [MAXAS-SG]: an operand flagged ``.reuse`` is kept in its slot (A, B, C, ... = its
+position among the source operands, reuse bit s) for the next instruction that reads that slot. We
+model it per warp stream: slot s of a record hits when the warp's most recent earlier record that
+read a vector register in slot s (through the ALU operand path) flagged it ``.reuse`` with the same
+register range. Memory, uniform and S2R instructions in between leave the slot alone: ptxas flags
+operands whose next reader follows such instructions (about a quarter of the flags in our sm_52 /
+sm_90 GEMM listings, e.g. ``DFMA R78, R54.reuse`` / ``LDS.64`` / ``DFMA R80, R54`` in dgemm_unroll).
+On hardware the cache belongs to the scheduler, which interleaves warps; whether an instruction of
+another warp evicts the entry is a timing question left to the timing loop
+(``reg_conflict_cycles_no_reuse`` gives the cost without the hits). A record whose lanes are all
+guarded off is issued and reads its operands here.
+
+Global rule (`global_sectors`): sectors and lines are those Nsight Compute counts
+(``l1tex__t_sectors_pipe_lsu_mem_global_op_{ld,st}``; equal on all 38 H100 runs).
 """
 
 from __future__ import annotations
@@ -298,6 +341,7 @@ def register_bank_conflicts(program, trace, banks: int = 4, bank_width_bits: int
 
 
 # ---- all columns ---------------------------------------------------------------------------------
+# Only the sm_90 shared-memory rules were checked against hardware counters (module docstring).
 SHARED_RULES = {
     # Kepler: 32 banks of 8 bytes (two 32-bit words per bank row in the default 4-byte mode)
     "sm_35": {"smem_banks": 32, "smem_bank_width_bytes": 4, "smem_bank_row_words": 2, "smem_phase_bytes": 256,
@@ -324,10 +368,12 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
                smem_banks: int = 32, smem_bank_width_bytes: int = 4, smem_bank_row_words: int = 1,
                smem_phase_bytes: int | None = None, smem_pack_uniform_pairs: bool = False,
                sector_bytes: int = 32, line_bytes: int = 128) -> dict[str, np.ndarray]:
-    """Per record columns (aligned with ``trace.records``): smem_wavefronts, smem_conflicts, gsectors,
-    glines, reg_conflict_cycles, reuse_hits. Records that are not such accesses get 0.
+    """Per record columns (aligned with ``trace.records``, int64): smem_wavefronts, smem_conflicts,
+    gsectors, glines, reg_conflict_cycles, reuse_hits, reg_conflict_cycles_no_reuse. Records that
+    are not such accesses get 0. `rules_for_arch` gives the keyword arguments per architecture.
 
-    smem_pack_uniform_pairs applies to shared loads only (it is a property of the return path).
+    smem_pack_uniform_pairs applies to shared loads only (it is a property of the return path);
+    reg_memory_ops counts register-bank conflicts of memory instructions too.
     """
     rec = trace.records
     n = len(rec)

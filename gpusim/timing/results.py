@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from gpusim.timing.stalls import REASONS
+
 RESULT_SCHEMA_VERSION = 1
 
 
@@ -38,6 +40,8 @@ class SimResult(BaseModel):
     shared: dict  # wavefronts, bank_conflicts (extra wavefronts), accesses
     registers: dict  # bank_conflict_cycles, reuse_hits
     memory: dict  # l1/l2 hits and misses, bytes through L2 and DRAM
+    timeline: list[list] | None = None  # [sm, sub-partition, warp, start cycle, cycles, reason index, pc index]
+    timeline_reasons: list[str] = list(REASONS)
     notes: list[str] = []
 
     def top_stalls(self, k: int = 3) -> list[tuple[str, float]]:

@@ -49,7 +49,7 @@ class CTA:
 
 
 class SubPartition:
-    __slots__ = ("index", "warps", "pipes", "dispatch_free", "last", "lsu_inflight", "issued", "pipe_busy")
+    __slots__ = ("index", "warps", "pipes", "dispatch_free", "last", "lsu_inflight", "issued", "pipe_busy", "wake")
 
     def __init__(self, index):
         self.index = index
@@ -60,6 +60,7 @@ class SubPartition:
         self.lsu_inflight: list[float] = []
         self.issued = 0
         self.pipe_busy: dict[str, float] = {}
+        self.wake = 0.0  # earliest cycle at which one of its warps can issue
 
 
 class SM:
@@ -88,6 +89,8 @@ class SM:
         self.last_done = 0.0  # latest completion of any issued instruction (results, stores)
         self.smem_wavefronts = 0
         self.fp32_shared = cfg.sm.fp32_lanes_shared_per_sm
+        self.timeline = [] if gpu.window is not None else None  # events for the Perfetto view
+        self.window = gpu.window
 
     # ---- CTA residency ---------------------------------------------------------------------------
     def launch(self, cid: int, now: float) -> None:
@@ -119,8 +122,9 @@ class SM:
         while self.warps:
             now = env.now
             progressed = False
+            limit = now + EPS
             for sp in self.sps:
-                if sp.dispatch_free <= now + EPS and sp.warps and self._schedule(sp, now):
+                if sp.wake <= limit and sp.dispatch_free <= limit and sp.warps and self._schedule(sp, now):
                     progressed = True
             if progressed:
                 last_progress = now
@@ -134,42 +138,48 @@ class SM:
         self.finish = max(env.now + 1, self.last_done)  # the SM is done when its last result lands
 
     def _next_time(self, now: float) -> float:
-        best = math.inf
+        """The next cycle at which any sub-partition can issue (each remembers its own)."""
         floor = now + 1
-        for w in self.warps:
-            if not w.at_barrier:
-                t = w.ready_at if w.ready_at > floor else floor
-                if t < best:
-                    best = t
+        best = math.inf
         for sp in self.sps:
-            if sp.warps and floor < sp.dispatch_free < best:
-                best = sp.dispatch_free
+            wake = math.inf
+            for w in sp.warps:
+                if not w.at_barrier:
+                    t = w.ready_at if w.ready_at > floor else floor
+                    if t < wake:
+                        wake = t
+            if sp.dispatch_free > wake:
+                wake = sp.dispatch_free
+            sp.wake = wake
+            if wake < best:
+                best = wake
         if best == math.inf:
             raise GpusimError(f"deadlock: SM {self.index}: every resident warp waits at a barrier")
         return math.ceil(best - EPS)
 
     # ---- scheduling ------------------------------------------------------------------------------------
-    def _order(self, sp: SubPartition):
+    def _candidates(self, sp: SubPartition):
+        """Warps in the order the policy considers them. `sp.warps` is kept in age order.
+        gto: the last issuing warp first, then the oldest; lrr: round robin after the last issuer;
+        two_level: the oldest `two_level_active_warps` warps not waiting on global memory."""
         ws = sp.warps
+        last = sp.last
         if self.policy == "gto":
-            if sp.last is not None and sp.last in ws:
-                return [sp.last] + sorted((w for w in ws if w is not sp.last), key=lambda w: w.age)
-            return sorted(ws, key=lambda w: w.age)
-        if self.policy == "lrr":
-            if sp.last is not None and sp.last in ws:
-                i = ws.index(sp.last) + 1
-                return ws[i:] + ws[:i]
-            return ws
-        # two_level: an active set of the oldest N warps not waiting on long-latency memory
-        n = self.cfg.sm.scheduler.two_level_active_warps
-        active = [w for w in sorted(ws, key=lambda w: w.age) if w.reason != S.LONG_SB][:n]
-        return active
+            if last is not None and not last.done:
+                yield last
+            yield from ws
+        elif self.policy == "lrr":
+            i = ws.index(last) + 1 if last is not None and not last.done else 0
+            yield from ws[i:]
+            yield from ws[:i]
+        else:
+            n = self.cfg.sm.scheduler.two_level_active_warps
+            yield from [w for w in ws if w.reason != S.LONG_SB][:n]
 
     def _schedule(self, sp: SubPartition, now: float) -> bool:
-        for w in self._order(sp):
-            if w.ready_at > now + EPS or w.at_barrier or w.done:
-                continue
-            if self._issue(sp, w, now):
+        limit = now + EPS
+        for w in self._candidates(sp):
+            if w.ready_at <= limit and not w.at_barrier and not w.done and self._issue(sp, w, now):
                 sp.last = w
                 return True
         return False
@@ -182,9 +192,20 @@ class SM:
         if ready > w.since:
             self.stalls.charge(w.reason, pc, ready - w.since)
             self.stalls.charge(S.NOT_SELECTED, pc, now - ready)
+            if self.timeline is not None:
+                self._record(w, w.since, ready, w.reason, pc)
+                self._record(w, ready, now, S.NOT_SELECTED, pc)
         else:
             self.stalls.charge(S.NOT_SELECTED, pc, now - w.since)
+            if self.timeline is not None:
+                self._record(w, w.since, now, S.NOT_SELECTED, pc)
         w.since = now
+
+    def _record(self, w: Warp, start: float, end: float, reason: int, pc: int) -> None:
+        """Timeline event (within the recording window): [sm, sub-partition, warp, start, cycles, reason, pc]."""
+        lo, hi, ctas = self.window
+        if end > start and end > lo and start < hi and (ctas is None or w.cta.cid in ctas):
+            self.timeline.append([self.index, w.sp.index, w.gid, round(start, 2), round(end - start, 2), reason, pc])
 
     def _throttle(self, w: Warp, until: float, reason: int, now: float) -> None:
         self._charge_until(w, now)
@@ -208,6 +229,8 @@ class SM:
                 return False
         self._charge_until(w, now)
         self.stalls.charge(S.SELECTED, pc, 1)
+        if self.timeline is not None:
+            self._record(w, now, now + 1, S.SELECTED, pc)
         w.since = now + 1
         self._execute(sp, w, st, now)
         if self.dual != "none" and not w.done and not w.at_barrier:
@@ -329,6 +352,8 @@ class SM:
                     x.at_barrier = False
                     pc = x.pcs[x.pos - 1]
                     self.stalls.charge(S.BARRIER, pc, now + 1 - x.since)
+                    if self.timeline is not None:
+                        self._record(x, x.since, now + 1, S.BARRIER, pc)
                     x.since = now + 1
                     self._next_ready(x, self.static[pc], now, now + 1, 0)
 

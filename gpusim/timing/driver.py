@@ -15,15 +15,36 @@ def run_workload(workload: str, gpu: str, size: int, mode: str = "detailed", ove
 
     if mode not in ("detailed", "sampled"):
         raise SpecError(f"--mode must be detailed or sampled, not '{mode}'")
-    if mode == "sampled":
-        raise SpecError("--mode sampled is not implemented yet")
     cfg = load_gpu(gpu)
     if overrides:
         cfg = apply_overrides(cfg, overrides)
     wl = find_workload(workload)
     if size not in wl.sizes:
         raise SpecError(f"size {size} is not among the sizes workload {wl.name} supports: {wl.sizes}")
-    emu, _ = emulate(wl, cfg.arch, size)
+    ctas = sampled_ctas(wl, size, cfg) if mode == "sampled" else None
+    emu, _ = emulate(wl, cfg.arch, size, ctas=ctas)
     trace = DynamicTrace.from_emulator(emu, workload=wl.name, size=size)
     return simulate(emu.program, trace, cfg, workload=wl.name, size=size,
-                    honour_control_codes=honour_control_codes, window=window)
+                    honour_control_codes=honour_control_codes, window=window, mode=mode,
+                    footprint_bytes=input_bytes(wl, size))
+
+
+def input_bytes(wl, size: int) -> int:
+    """Bytes of the buffers the kernel reads (all but write-only outputs)."""
+    from gpusim.workloads.spec import ELEMENT_BYTES
+
+    total = 0
+    for a in wl.args:
+        if a.kind == "buffer" and not (a.output and a.init.kind == "poison"):
+            n = 1
+            for d in wl.buffer_shape(a, size):
+                n *= d
+            total += n * ELEMENT_BYTES[a.dtype]
+    return total
+
+
+def sampled_ctas(wl, size: int, cfg) -> list[int]:
+    """The CTAs the dispatcher hands SM 0: it fills SMs round robin, then each SM takes the next
+    CTA as one finishes; with symmetric SMs SM 0 runs CTAs 0, S, 2S, ... (S = SM count)."""
+    grid, _, _ = wl.geometry(size)
+    return list(range(0, grid[0] * grid[1] * grid[2], cfg.sm_count))

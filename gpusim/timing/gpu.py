@@ -10,8 +10,9 @@ from gpusim.errors import GpusimError
 from gpusim.timing import stalls as S
 from gpusim.timing.memory import L1, MemorySystem
 from gpusim.timing.occupancy import occupancy
-from gpusim.timing.precompute import precompute
+from gpusim.timing.precompute import SHARED_RULES, precompute
 from gpusim.timing.results import PcStalls, SimResult
+from gpusim.timing.sampling import Sampler
 from gpusim.timing.sm import SM
 from gpusim.timing.static import GLOAD, SMEM, static_info
 
@@ -19,7 +20,8 @@ from gpusim.timing.static import GLOAD, SMEM, static_info
 class GPU:
     cta_launch_cycles = 0  # CTA launch overhead is not modelled
 
-    def __init__(self, program, trace, cfg, honour_control_codes: bool | None = None, window=None):
+    def __init__(self, program, trace, cfg, honour_control_codes: bool | None = None, window=None,
+                 mode: str = "detailed", footprint_bytes: int | None = None):
         if trace.header["arch"] != cfg.arch:
             raise GpusimError(f"trace is for {trace.header['arch']} but GPU '{cfg.card}' runs {cfg.arch} code")
         self.program, self.trace, self.cfg = program, trace, cfg
@@ -28,10 +30,14 @@ class GPU:
         self.static = static_info(program, cfg)
         self.warps_per_cta = trace.header["warps_per_cta"]
         rf, sh, l1 = cfg.sm.register_file, cfg.sm.shared_memory, cfg.memory.l1
+        # the phase size and Hopper's pair packing are properties of the architecture's shared-memory
+        # path (precompute.SHARED_RULES); banks and widths come from the config, so studies can vary them
+        arch_rules = SHARED_RULES[program.arch]
         self.cols = precompute(program, trace, reg_banks=rf.banks, reg_bank_width_bits=rf.bank_width_bits,
                                reuse_cache=rf.reuse_cache, smem_banks=sh.banks,
                                smem_bank_width_bytes=sh.bank_width_bytes, sector_bytes=l1.sector_bytes,
-                               line_bytes=l1.line_bytes)
+                               line_bytes=l1.line_bytes, smem_phase_bytes=arch_rules["smem_phase_bytes"],
+                               smem_pack_uniform_pairs=arch_rules["smem_pack_uniform_pairs"])
         rec = trace.records
         self._warp_start = np.searchsorted(rec["warp"], np.arange(rec["warp"].max() + 2 if len(rec) else 1))
         self._mem_exec = np.zeros(len(trace.addresses), dtype=np.uint32)
@@ -40,6 +46,8 @@ class GPU:
         self._sector_cache: dict[int, list] = {}
         self._sector_shift = int(np.log2(l1.sector_bytes))
         self.cta_queue: list[int] = []
+        self.mode = mode
+        self.footprint_bytes = footprint_bytes  # bytes of the input buffers (sampled mode's DRAM estimate)
         # timeline recording window: (first cycle, last cycle, set of CTA ids or None), or None for no timeline
         self.window = None if window is None else (window[0], window[1], None if window[2] is None else set(window[2]))
 
@@ -63,6 +71,28 @@ class GPU:
             self._sector_cache[row] = s
         return s
 
+    def _dram_fraction(self, active: int) -> float | None:
+        """Sampled mode: (input footprint / busy SMs) / distinct sectors this SM loads."""
+        if not self.footprint_bytes:
+            return None
+        rec = self.trace.records
+        loads = np.array([s.kind == GLOAD for s in self.static])[rec["pc_index"]] & (rec["mem_row"] >= 0)
+        rows = rec["mem_row"][loads]
+        if not len(rows):
+            return None
+        sectors = set()
+        for r in rows.tolist():
+            sectors.update(self.sectors(r))
+        share = self.footprint_bytes / self.cfg.memory.l1.sector_bytes / active
+        return min(1.0, share / len(sectors))
+
+    def _grid_ctas(self) -> int:
+        g = self.trace.header["grid"]
+        return g[0] * g[1] * g[2]
+
+    def make_sampler(self):
+        return Sampler(self.program) if self.mode == "sampled" else None
+
     def next_cta(self):
         return self.cta_queue.pop(0) if self.cta_queue else None
 
@@ -78,8 +108,17 @@ class GPU:
         ctas = list(h["ctas"])
         self.cta_queue = ctas[:]
         env = simpy.Environment()
-        memory = MemorySystem(cfg, cfg.clock_mhz)
-        sms = [SM(i, self, L1(cfg, memory)) for i in range(cfg.sm_count)]
+        if self.mode == "sampled":
+            # one SM runs the CTAs the dispatcher would give SM 0 (the trace holds just those); it
+            # shares L2/DRAM bandwidth with the other SMs that are busy
+            total = grid[0] * grid[1] * grid[2]
+            active = min(cfg.sm_count, total)
+            memory = MemorySystem(cfg, cfg.clock_mhz, share=1.0 / active)
+            memory.dram_fraction = self._dram_fraction(active)
+            sms = [SM(0, self, L1(cfg, memory))]
+        else:
+            memory = MemorySystem(cfg, cfg.clock_mhz)
+            sms = [SM(i, self, L1(cfg, memory)) for i in range(cfg.sm_count)]
         for _ in range(occ.ctas_per_sm):  # hardware hands CTAs to SMs round robin
             for sm in sms:
                 c = self.next_cta()
@@ -93,7 +132,8 @@ class GPU:
 
     def _result(self, sms, memory, occ, n_ctas, workload, size) -> SimResult:
         cfg, prog = self.cfg, self.program
-        cycles = max((sm.finish for sm in sms), default=0.0)
+        extra = sum(sm.sampler.extrapolated_cycles for sm in sms if sm.sampler is not None)
+        cycles = max((sm.finish for sm in sms), default=0.0) + extra
         table = S.StallTable(len(prog))
         for sm in sms:
             table.add(sm.stalls)
@@ -117,7 +157,8 @@ class GPU:
         l1m = sum(sm.l1.cache.misses for sm in sms)
         return SimResult(
             workload=workload, size=size, card=cfg.card, arch=cfg.arch, kernel=prog.kernel, cycles=cycles,
-            time_s=cycles / (cfg.clock_mhz * 1e6), clock_mhz=cfg.clock_mhz, warp_instructions=issued,
+            time_s=cycles / (cfg.clock_mhz * 1e6), clock_mhz=cfg.clock_mhz,
+            warp_instructions=issued if self.mode == "detailed" else round(issued * self._grid_ctas() / max(1, n_ctas)),
             ipc=issued / cycles / max(1, len(sms)) if cycles else 0.0, sms_used=len(sms), ctas=n_ctas,
             waves=n_ctas / (occ.ctas_per_sm * cfg.sm_count),
             occupancy={"ctas_per_sm": occ.ctas_per_sm, "warps_per_sm": occ.warps_per_sm, "limiter": occ.limiter},
@@ -130,12 +171,30 @@ class GPU:
             memory={"global_load_instructions": int(gl.sum()), "l1_hits": l1h, "l1_misses": l1m,
                     "l2_hits": memory.l2.hits, "l2_misses": memory.l2.misses, "l2_bytes": memory.l2_queue.bytes,
                     "dram_bytes": memory.dram_queue.bytes},
+            mode=self.mode, sampling=self._sampling_report(sms, cycles, extra, n_ctas),
             timeline=[e for sm in sms for e in (sm.timeline or [])] if self.window is not None else None,
             notes=[] if self.control_mode else ["dependencies from a register scoreboard (control codes not used)"])
 
 
+    def _sampling_report(self, sms, cycles, extra, n_ctas):
+        if self.mode != "sampled":
+            return None
+        sm = sms[0] if sms else None
+        smp = sm.sampler if sm else None
+        total = self.trace.header["grid"][0] * self.trace.header["grid"][1] * self.trace.header["grid"][2]
+        return {"sms_simulated": len(sms), "ctas_simulated": n_ctas, "ctas_in_grid": total,
+                "extrapolated_cycles": round(extra, 1),
+                "extrapolated_fraction": round(extra / cycles, 4) if cycles else 0.0,
+                "extrapolated_warp_instructions": smp.extrapolated_instructions if smp else 0,
+                "fast_forwards": smp.fast_forwards if smp else 0,
+                "error_estimate": round(smp.error_estimate(cycles), 4) if smp else 0.0,
+                "what": "one SM simulated with the CTAs the dispatcher gives it, L2/DRAM bandwidth shared by "
+                        "the busy SMs; main-loop iterations fast-forwarded once the iteration rate converged"}
+
+
 def simulate(program, trace, cfg, workload: str | None = None, size: int | None = None,
-             honour_control_codes: bool | None = None, window=None) -> SimResult:
+             honour_control_codes: bool | None = None, window=None, mode: str = "detailed",
+             footprint_bytes: int | None = None) -> SimResult:
     """Time `trace` of `program` on `cfg`. `window` = (first cycle, last cycle, CTA ids or None)
     records a timeline of issue and stall slices for those CTAs and cycles (for `gpusim viz`)."""
-    return GPU(program, trace, cfg, honour_control_codes, window).run(workload, size)
+    return GPU(program, trace, cfg, honour_control_codes, window, mode, footprint_bytes).run(workload, size)

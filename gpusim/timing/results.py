@@ -40,6 +40,7 @@ class SimResult(BaseModel):
     shared: dict  # wavefronts, bank_conflicts (extra wavefronts), accesses
     registers: dict  # bank_conflict_cycles, reuse_hits
     memory: dict  # l1/l2 hits and misses, bytes through L2 and DRAM
+    sampling: dict | None = None  # sampled mode: what was simulated, what extrapolated, error estimate
     timeline: list[list] | None = None  # [sm, sub-partition, warp, start cycle, cycles, reason index, pc index]
     timeline_reasons: list[str] = list(REASONS)
     notes: list[str] = []

@@ -89,6 +89,7 @@ class SM:
         self.last_done = 0.0  # latest completion of any issued instruction (results, stores)
         self.smem_wavefronts = 0
         self.fp32_shared = cfg.sm.fp32_lanes_shared_per_sm
+        self.sampler = gpu.make_sampler()  # None in detailed mode
         self.timeline = [] if gpu.window is not None else None  # events for the Perfetto view
         self.window = gpu.window
 
@@ -133,6 +134,8 @@ class SM:
                                   f"{now:.0f} ({len(self.warps)} warps resident)")
             if not self.warps:
                 break
+            if self.sampler is not None and now >= self.sampler.next_check:
+                self.sampler.check(self, now)
             nxt = self._next_time(now)
             yield env.timeout(nxt - now)
         self.finish = max(env.now + 1, self.last_done)  # the SM is done when its last result lands

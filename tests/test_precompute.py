@@ -1,0 +1,198 @@
+"""Timing-independent per-record costs (gpusim.timing.precompute), on hand-worked cases."""
+
+import numpy as np
+import pytest
+
+from gpusim.isa.program import Control, Instruction, Operand, Program
+from gpusim.timing.precompute import (bank_conflict_cycles, global_sectors, operand_table, precompute,
+                                      register_bank_conflicts, rules_for_arch, shared_wavefronts)
+from gpusim.trace.format import RECORD_DTYPE, DynamicTrace
+
+ALL = 0xFFFFFFFF
+LANES = np.arange(32, dtype=np.uint64)
+
+
+def smem(addresses, nbytes=4, mask=ALL, **kw):
+    """Wavefronts and conflicts of one warp access (addresses: 32 byte offsets)."""
+    w, ideal = shared_wavefronts(np.asarray(addresses, dtype=np.uint64)[None], np.array([nbytes]),
+                                 np.array([mask], dtype=np.uint32), return_ideal=True, **kw)
+    return int(w[0]), int(w[0] - ideal[0])
+
+
+# ---- shared memory ------------------------------------------------------------------------------
+def test_consecutive_words_one_wavefront():
+    assert smem(4 * LANES) == (1, 0)
+
+
+def test_column_of_32x32_float_tile_is_32_way():
+    assert smem(4 * 32 * LANES) == (32, 31)
+
+
+def test_padded_stride_33_is_conflict_free():
+    assert smem(4 * 33 * LANES) == (1, 0)
+
+
+def test_broadcast_is_free():
+    assert smem(np.full(32, 64)) == (1, 0)
+    # two distinct words per bank only where the words differ: lanes 0-15 word 0, lanes 16-31 word 32
+    assert smem(np.where(LANES < 16, 0, 128)) == (2, 1)
+
+
+def test_wide_accesses_are_split_into_phases():
+    assert smem(8 * LANES, 8) == (2, 0)  # two half-warp phases of 128 bytes
+    assert smem(16 * LANES, 16) == (4, 0)  # four quarter-warp phases
+    # 64-bit column access (stride 32 words): each half-warp hits 2 banks 16 times
+    assert smem(4 * 32 * LANES, 8) == (32, 30)
+
+
+def test_inactive_lanes_do_not_count():
+    assert smem(4 * 32 * LANES, mask=0b11) == (2, 1)
+    assert smem(4 * 32 * LANES, mask=0) == (0, 0)  # all lanes guarded off: no access
+    assert smem(16 * LANES, 16, mask=0x000000FF) == (1, 0)  # only the first quarter-warp phase runs
+
+
+def test_uniform_pair_packing_on_hopper_loads():
+    """[FORUM77228]: loads whose lane pairs (t, t^1) or (t, t^2) share addresses return 2 lanes per slot."""
+    bcast = np.zeros(32)
+    assert smem(bcast, 16) == (4, 0) and smem(bcast, 16, pack_uniform_pairs=True) == (2, 0)
+    assert smem(bcast, 8) == (2, 0) and smem(bcast, 8, pack_uniform_pairs=True) == (1, 0)
+    pairs = 16 * (LANES // 2)  # T2k == T2k+1: 16 quads
+    assert smem(pairs, 16, pack_uniform_pairs=True) == (2, 0)
+    mirrored = 16 * (LANES % 16)  # lanes 16-31 repeat lanes 0-15: no pair shares an address
+    assert smem(mirrored, 16, pack_uniform_pairs=True) == (4, 0)
+    assert smem(8 * (LANES % 16), 8, pack_uniform_pairs=True) == (2, 0)
+    assert smem(np.where(LANES < 16, 0, 8), 8, pack_uniform_pairs=True) == (1, 0)
+
+
+def test_kepler_eight_byte_banks():
+    # 4-byte mode: words i and i+32 of one 64-word segment share a bank row, so stride 2 is conflict-free
+    assert smem(8 * LANES) == (2, 1)
+    assert smem(8 * LANES, bank_row_words=2) == (1, 0)
+    # 8-byte mode: a 64-bit consecutive warp access is one pass
+    assert smem(8 * LANES, 8, bank_width_bytes=8) == (1, 0)
+
+
+# ---- global memory ------------------------------------------------------------------------------
+def gmem(addresses, nbytes=4, mask=ALL):
+    s, l_ = global_sectors(np.asarray(addresses, dtype=np.uint64)[None], np.array([nbytes]),
+                           np.array([mask], dtype=np.uint32))
+    return int(s[0]), int(l_[0])
+
+
+def test_global_sectors_and_lines():
+    base = 0x7F0000000000
+    assert gmem(base + 4 * LANES) == (4, 1)
+    assert gmem(base + 128 * LANES) == (32, 32)
+    assert gmem(base + 16 * LANES, 16) == (16, 4)
+    assert gmem(base + 128 * LANES, mask=0xF) == (4, 4)
+    assert gmem(base + 4 * LANES, mask=0) == (0, 0)
+    with pytest.raises(AssertionError):
+        gmem(base + 2 + 4 * LANES)
+
+
+# ---- register banks and the reuse cache ---------------------------------------------------------
+def reg(n, reuse=False, width=32):
+    return Operand("reg", f"R{n}", reg=n, width=width, reuse=reuse)
+
+
+def ins(i, opcode, dsts, srcs, unit="fp32"):
+    return Instruction(index=i, address=16 * i, text=opcode, opcode=opcode, modifiers=(), dsts=tuple(dsts),
+                       srcs=tuple(srcs), control=Control(), unit=unit)
+
+
+def program(instructions):
+    return Program(arch="sm_52", kernel="k", instructions=instructions, registers=32, shared_bytes=0,
+                   param_base=0x140, param_bytes=0)
+
+
+def trace(streams, mem=None):
+    """streams: {warp: [pc, ...]}; mem: {(warp, position): (addresses, nbytes)}."""
+    rows, addrs, nbytes = [], [], []
+    for w in sorted(streams):
+        for seq, pc in enumerate(streams[w]):
+            m = -1
+            if mem and (w, seq) in mem:
+                m = len(addrs)
+                addrs.append(mem[(w, seq)][0])
+                nbytes.append(mem[(w, seq)][1])
+            rows.append((w, seq, pc, ALL, ALL, m))
+    rec = np.array(rows, dtype=RECORD_DTYPE)
+    a = np.array(addrs, dtype=np.uint64).reshape(-1, 32)
+    return DynamicTrace({"source": "test"}, rec, a, np.array(nbytes, dtype=np.uint8))
+
+
+def test_bank_rule():
+    assert bank_conflict_cycles([4, 8]) == 1  # two registers in bank 0
+    assert bank_conflict_cycles([4, 4]) == 0  # one register read once
+    assert bank_conflict_cycles([0, 4, 8]) == 2
+    assert bank_conflict_cycles([2, 3, 4, 5, 6, 7]) == 1  # DFMA R0, R2, R4, R6 on 4 x 32-bit banks
+    assert bank_conflict_cycles([2, 4, 6], banks=2, bank_width_bits=64) == 1  # Volta: all three in one bank
+    assert bank_conflict_cycles([2, 4, 7], banks=2, bank_width_bits=64) == 0
+    assert bank_conflict_cycles([]) == 0
+
+
+def test_two_way_register_conflict_and_reuse():
+    ffma = ins(1, "FFMA", [reg(0)], [reg(4), reg(8), reg(1)])  # R4, R8: bank 0
+    prog = program([ins(0, "FFMA", [reg(2)], [reg(4, reuse=True), reg(9), reg(3)]), ffma])
+    cycles, hits, _ = register_bank_conflicts(prog, trace({0: [1]}), return_hits=True)
+    assert cycles.tolist() == [1] and hits.tolist() == [0]
+    cycles, hits, no_reuse = register_bank_conflicts(prog, trace({0: [0, 1]}), return_hits=True)
+    assert cycles.tolist() == [0, 0] and hits.tolist() == [0, 1] and no_reuse.tolist() == [0, 1]
+    assert register_bank_conflicts(prog, trace({0: [0, 1]}), reuse_cache=False).tolist() == [0, 1]
+    # the cache belongs to the warp: warp 1's first instruction does not see warp 0's flag
+    assert register_bank_conflicts(prog, trace({0: [0], 1: [1]})).tolist() == [0, 1]
+
+
+def test_reuse_needs_same_slot_and_register():
+    prog = program([ins(0, "FFMA", [reg(2)], [reg(9), reg(4, reuse=True), reg(3)]),  # R4 in slot B
+                    ins(1, "FFMA", [reg(0)], [reg(4), reg(8), reg(1)]),  # R4 in slot A: no hit
+                    ins(2, "FFMA", [reg(2)], [reg(5, reuse=True), reg(10), reg(3)]),
+                    ins(3, "FFMA", [reg(0)], [reg(4), reg(8), reg(1)])])  # R4 after R5 was cached in A
+    assert register_bank_conflicts(prog, trace({0: [0, 1, 2, 3]})).tolist() == [0, 1, 0, 1]
+
+
+def test_memory_instruction_between_keeps_the_cached_operand():
+    lds = ins(1, "LDS", [reg(10)], [Operand("mem", "[R12]", reg=12)], unit="smem")
+    prog = program([ins(0, "FFMA", [reg(2)], [reg(4, reuse=True), reg(9), reg(3)]), lds,
+                    ins(2, "FFMA", [reg(0)], [reg(4), reg(8), reg(1)]),
+                    ins(3, "FADD", [reg(0)], [reg(7), reg(1)]),  # slot A now holds R7
+                    ins(4, "FFMA", [reg(0)], [reg(4), reg(8), reg(1)])])
+    cycles, hits, _ = register_bank_conflicts(prog, trace({0: [0, 1, 2, 3, 4]}), return_hits=True)
+    assert hits.tolist() == [0, 0, 1, 0, 0] and cycles.tolist() == [0, 0, 0, 0, 1]
+
+
+def test_predicates_constants_and_rz_are_not_register_reads():
+    srcs = [reg(4), Operand("const", "c[0x0][0x160]", bank=0, value=0x160), reg(255),
+            Operand("pred", "P0", reg=0), Operand("ureg", "UR4", reg=4)]
+    prog = program([ins(0, "SEL", [reg(0)], srcs)])
+    assert operand_table(prog)[0][0].tolist() == [4, -1, -1, -1, -1]
+    assert register_bank_conflicts(prog, trace({0: [0]})).tolist() == [0]
+
+
+def test_listing_reuse_flags_fill_the_slot_table(data_dir):
+    from gpusim.isa.parser import parse_listing
+
+    p = parse_listing(data_dir / "demo_sm_52.sass")
+    slot_reg, _, slot_reuse, _ = operand_table(p)
+    i = next(i for i in p.instructions if i.text.startswith("XMAD R4, R19.reuse"))
+    assert slot_reg[i.index, :3].tolist() == [19, -1, 17] and slot_reuse[i.index, :3].tolist() == [True, False, True]
+
+
+# ---- all columns --------------------------------------------------------------------------------
+def test_precompute_columns_align_with_records():
+    gptr = Operand("mem", "[R2.64]", reg=2, width=64)
+    prog = program([ins(0, "LDS", [reg(10)], [Operand("mem", "[R12]", reg=12)], unit="smem"),
+                    ins(1, "STG", [], [gptr, reg(10)], unit="lsu"),
+                    ins(2, "FFMA", [reg(0)], [reg(4), reg(8), reg(1)])])
+    tr = trace({0: [0, 1, 2], 1: [2, 0]},
+               mem={(0, 0): (4 * 32 * LANES, 4), (0, 1): (0x7F0000000000 + 4 * LANES, 4), (1, 1): (4 * LANES, 4)})
+    cols = precompute(prog, tr)
+    assert set(cols) >= {"smem_wavefronts", "smem_conflicts", "gsectors", "glines", "reg_conflict_cycles",
+                         "reuse_hits"}
+    assert all(len(v) == len(tr.records) for v in cols.values())
+    assert cols["smem_wavefronts"].tolist() == [32, 0, 0, 0, 1]
+    assert cols["smem_conflicts"].tolist() == [31, 0, 0, 0, 0]
+    assert cols["gsectors"].tolist() == [0, 4, 0, 0, 0] and cols["glines"].tolist() == [0, 1, 0, 0, 0]
+    assert cols["reg_conflict_cycles"].tolist() == [0, 0, 1, 1, 0]  # memory ops: left to the timing loop
+    hopper = precompute(prog, tr, **rules_for_arch("sm_90"))
+    assert hopper["reg_conflict_cycles"].tolist() == [0, 0, 0, 0, 0]  # two 64-bit banks: R4, R8, R1 -> 2 + 1

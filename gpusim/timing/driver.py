@@ -44,7 +44,14 @@ def input_bytes(wl, size: int) -> int:
 
 
 def sampled_ctas(wl, size: int, cfg) -> list[int]:
-    """The CTAs the dispatcher hands SM 0: it fills SMs round robin, then each SM takes the next
-    CTA as one finishes; with symmetric SMs SM 0 runs CTAs 0, S, 2S, ... (S = SM count)."""
-    grid, _, _ = wl.geometry(size)
-    return list(range(0, grid[0] * grid[1] * grid[2], cfg.sm_count))
+    """The CTAs of SM 0's first wave: the dispatcher fills SMs round robin, then each SM takes the
+    next CTA as one finishes; with symmetric SMs SM 0 runs CTAs 0, S, 2S, ... (S = SM count), and
+    sampled mode simulates the first 2 x `ctas_per_sm` of them (two waves)."""
+    from gpusim.timing.occupancy import occupancy
+    from gpusim.toolchain.listings import load_program
+
+    program = load_program(wl, cfg.arch)
+    grid, block, dyn = wl.geometry(size)
+    occ = occupancy(cfg, block[0] * block[1] * block[2], program.registers,
+                    program.shared_bytes - program.reserved_shared_bytes + dyn)
+    return list(range(0, grid[0] * grid[1] * grid[2], cfg.sm_count))[:2 * max(1, occ.ctas_per_sm)]

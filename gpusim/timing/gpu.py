@@ -106,20 +106,17 @@ class GPU:
         if occ.ctas_per_sm < 1:
             raise GpusimError(f"kernel does not fit on an SM of {cfg.card} (limited by {occ.limiter})")
         ctas = list(h["ctas"])
-        self.cta_queue = ctas[:]
-        env = simpy.Environment()
         if self.mode == "sampled":
-            # one SM runs the CTAs the dispatcher would give SM 0 (the trace holds just those); it
-            # shares L2/DRAM bandwidth with the other SMs that are busy
-            total = grid[0] * grid[1] * grid[2]
-            active = min(cfg.sm_count, total)
-            memory = MemorySystem(cfg, cfg.clock_mhz, share=1.0 / active)
-            memory.dram_fraction = self._dram_fraction(active)
-            sms = [SM(0, self, L1(cfg, memory))]
-        else:
-            memory = MemorySystem(cfg, cfg.clock_mhz)
-            sms = [SM(i, self, L1(cfg, memory)) for i in range(cfg.sm_count)]
-        for _ in range(occ.ctas_per_sm):  # hardware hands CTAs to SMs round robin
+            return self._run_sampled(ctas, occ, workload, size)
+        memory = MemorySystem(cfg, cfg.clock_mhz)
+        used = self._simulate([SM(i, self, L1(cfg, memory)) for i in range(cfg.sm_count)], ctas, occ)
+        return self._result(used, memory, occ, len(ctas), workload, size)
+
+    def _simulate(self, sms, ctas, occ):
+        """Run `ctas` on `sms` (the dispatcher fills SMs round robin, then refills as CTAs finish)."""
+        self.cta_queue = list(ctas)
+        env = simpy.Environment()
+        for _ in range(occ.ctas_per_sm):
             for sm in sms:
                 c = self.next_cta()
                 if c is not None:
@@ -128,7 +125,33 @@ class GPU:
         for sm in used:
             env.process(sm.run(env))
         env.run()
-        return self._result(used, memory, occ, len(ctas), workload, size)
+        return used
+
+    def _run_sampled(self, ctas, occ, workload, size) -> SimResult:
+        """Sampled mode: SM 0 runs ceil(grid / SMs) CTAs, `ctas_per_sm` at a time, refilled as they
+        finish. The trace holds its first CTAs (up to two waves); they are simulated with the real
+        refill dynamics. If SM 0 has more CTAs, the rest are extrapolated at the steady CTA
+        throughput of the last wave simulated (completions per cycle). The SM sees its share of
+        L2/DRAM bandwidth (1 / busy SMs)."""
+        cfg = self.cfg
+        total = self._grid_ctas()
+        active = min(cfg.sm_count, total)
+        per_sm = len(range(0, total, cfg.sm_count))
+        k = occ.ctas_per_sm
+        memory = MemorySystem(cfg, cfg.clock_mhz, share=1.0 / active)
+        memory.dram_fraction = self._dram_fraction(active)
+        sm = self._simulate([SM(0, self, L1(cfg, memory))], ctas, occ)[0]
+        done = sorted(sm.cta_finish)
+        finish = sm.finish + sm.sampler.extrapolated_cycles
+        remaining = per_sm - len(ctas)
+        repeat_cycles = 0.0
+        if remaining > 0 and len(done) > k:
+            per_cta = (done[-1] - done[-1 - k]) / k  # steady state: k completions per this many cycles
+            repeat_cycles = remaining * per_cta
+        elif remaining > 0:
+            repeat_cycles = remaining / max(1, len(done)) * finish
+        return self._result_sampled(sm, memory, occ, workload, size, per_sm, active, finish + repeat_cycles,
+                                    len(ctas), repeat_cycles)
 
     def _result(self, sms, memory, occ, n_ctas, workload, size) -> SimResult:
         cfg, prog = self.cfg, self.program
@@ -175,6 +198,46 @@ class GPU:
             timeline=[e for sm in sms for e in (sm.timeline or [])] if self.window is not None else None,
             notes=[] if self.control_mode else ["dependencies from a register scoreboard (control codes not used)"])
 
+
+    def _result_sampled(self, sm, memory, occ, workload, size, per_sm, active, cycles, n_traced,
+                        repeat_cycles) -> SimResult:
+        """SM 0's simulated CTAs scaled to the kernel: its remaining CTAs at the steady throughput,
+        the other SMs alike (counters scaled from the traced CTAs to the grid)."""
+        base = self._result([sm], memory, occ, n_traced, workload, size)
+        smp = sm.sampler
+        sim_cycles = sm.finish + smp.extrapolated_cycles
+        factor = cycles / sim_cycles if sim_cycles else 1.0  # the untraced CTAs behave like the traced
+        table = S.StallTable(len(self.program))
+        table.add(sm.stalls)
+        for row in table.rows:
+            for i, v in enumerate(row):
+                row[i] = v * factor
+        scale = self._grid_ctas() / max(1, n_traced)  # counters of the traced CTAs -> the grid
+        rec = self.trace.records
+        executed = np.bincount(rec["pc_index"], minlength=len(self.program))
+        per_pc = [PcStalls(address=self.program.instructions[pc].address, text=self.program.instructions[pc].text,
+                           executed=int(round(executed[pc] * scale)), stalls={k: round(v, 1) for k, v in r.items()})
+                  for pc, r in sorted(table.per_pc().items())]
+        sm_issued = sm.issued * per_sm / max(1, n_traced)
+        sampling = {"sms_simulated": 1, "busy_sms": active, "ctas_per_sm": per_sm, "ctas_simulated": n_traced,
+                    "ctas_in_grid": self._grid_ctas(),
+                    "extrapolated_loop_cycles": round(smp.extrapolated_cycles, 1),
+                    "extrapolated_cta_cycles": round(repeat_cycles, 1),
+                    "extrapolated_fraction": round((smp.extrapolated_cycles + repeat_cycles) / cycles, 4) if cycles else 0.0,
+                    "fast_forwards": smp.fast_forwards, "error_estimate": round(smp.error_estimate(sim_cycles), 4),
+                    "what": "SM 0 simulated with its first CTAs (up to two waves, refilled as they finish) and "
+                            "1/busy SMs of L2/DRAM bandwidth; main-loop iterations fast-forwarded once the "
+                            "iteration rate converged (never across a loop exit); SM 0's further CTAs at the "
+                            "steady CTA throughput; the other SMs alike"}
+        return base.model_copy(update={
+            "cycles": cycles, "time_s": cycles / (self.cfg.clock_mhz * 1e6),
+            "warp_instructions": round(sm.issued * scale), "ipc": sm_issued / cycles if cycles else 0.0,
+            "sms_used": active, "ctas": self._grid_ctas(),
+            "waves": self._grid_ctas() / (occ.ctas_per_sm * self.cfg.sm_count),
+            "stalls": {k: round(v, 1) for k, v in table.totals().items()}, "stalls_per_pc": per_pc,
+            "shared": {k: (round(v * scale) if isinstance(v, int) else v) for k, v in base.shared.items()},
+            "registers": {k: round(v * scale) for k, v in base.registers.items()},
+            "sampling": sampling, "mode": "sampled"})
 
     def _sampling_report(self, sms, cycles, extra, n_ctas):
         if self.mode != "sampled":

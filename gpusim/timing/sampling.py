@@ -31,11 +31,11 @@ def loop_branch(program, pcs: list[int]) -> int | None:
 
 
 class Sampler:
-    def __init__(self, program, tolerance: float = 0.02, converge: int = 3, margin: int = 2,
-                 min_window: float = 400.0):
+    def __init__(self, program, tolerance: float = 0.05, converge: int = 3, margin: int = 2,
+                 min_window: float = 400.0, max_window: float = 200_000.0):
         self.program, self.tolerance, self.converge, self.margin = program, tolerance, converge, margin
         self.window = min_window
-        self.min_window = min_window
+        self.min_window, self.max_window = min_window, max_window
         self.next_check = min_window
         self.rates: list[float] = []
         self.snapshot = None
@@ -57,7 +57,17 @@ class Sampler:
         return b
 
     def iterations(self, w) -> int:
+        """Loop iterations the warp has completed (back edges passed)."""
         return bisect_left(self.bounds(w), w.pos)
+
+    def progress(self, w) -> float:
+        """Completed iterations plus the fraction of the current one (by instructions), so that a
+        window shorter than an iteration still measures the rate without whole-number steps."""
+        b = self.bounds(w)
+        i = bisect_left(b, w.pos)
+        if 1 <= i < len(b):
+            return i - 1 + (w.pos - b[i - 1]) / (b[i] - b[i - 1])
+        return float(i)
 
     # ---- the check, called by the SM between steps ----------------------------------------------
     def check(self, sm, now: float) -> None:
@@ -65,21 +75,23 @@ class Sampler:
         warps = [w for w in sm.warps if not w.done]
         its = {w.gid: self.iterations(w) for w in warps}
         in_loop = warps and all(1 <= its[w.gid] < len(self.bounds(w)) - self.margin for w in warps)
+        prog = {w.gid: self.progress(w) for w in warps}
         snap = self.snapshot
-        self.snapshot = (now, its, [row[:] for row in sm.stalls.rows], sm.issued)
+        self.snapshot = (now, prog, [row[:] for row in sm.stalls.rows], sm.issued)
         if not in_loop or snap is None or set(snap[1]) != set(its) or now <= snap[0]:
             self.rates = []
             return
         t0, its0, rows0, issued0 = snap
-        progress = sum(its[g] - its0[g] for g in its)
+        progress = sum(prog[g] - its0[g] for g in prog)
         if progress <= 0:
             self.rates = []
             return
         rate = progress / (now - t0) / len(warps)  # iterations per cycle per warp
         self.rates.append(rate)
-        self.window = max(self.min_window, 3.0 / rate)  # about three iterations per window
+        # about four iterations per window: the mean of `converge` windows is what is extrapolated
+        self.window = min(self.max_window, max(self.min_window, 4.0 / rate))
         recent = self.rates[-self.converge:]
-        if len(recent) < self.converge or (max(recent) - min(recent)) > self.tolerance * np.mean(recent):
+        if len(recent) < self.converge or (max(recent) - min(recent)) > self.tolerance * float(np.mean(recent)):
             return
         room = min(len(self.bounds(w)) - self.margin - its[w.gid] - 1 for w in warps)
         if room < 1:

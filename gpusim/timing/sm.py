@@ -82,6 +82,7 @@ class SM:
         self.branch_latency = cfg.sm.scheduler.branch_latency_cycles
         self.stalls = S.StallTable(len(self.static))
         self.ctas: list[CTA] = []
+        self.cta_finish: list[float] = []
         self.warps: list[Warp] = []
         self.age = 0
         self.issued = 0
@@ -111,6 +112,8 @@ class SM:
             self._cta_done(cta, now)
 
     def _cta_done(self, cta: CTA, now: float) -> None:
+        # completion in the kernel's time: simulated cycles plus any cycles fast-forwarded so far
+        self.cta_finish.append(now + (self.sampler.extrapolated_cycles if self.sampler is not None else 0.0))
         self.ctas.remove(cta)
         nxt = self.gpu.next_cta()
         if nxt is not None:

@@ -190,6 +190,142 @@ def run(workload: str = typer.Argument(..., help="workload name or path of a spe
     _print_result(result)
 
 
+@app.command()
+def viz(results: list[Path] = typer.Argument(..., help="result JSON files written by `gpusim run --json`"),
+        outdir: Path = typer.Option(..., "-o", "--out", help="folder for report.html, timeline.json and plots/"),
+        bucket: Optional[float] = typer.Option(None, "--bucket", help="cycles per point of the utilisation plot"),
+        as_json: bool = typer.Option(False, "--json", help="print the written paths as JSON")):
+    """Write a Perfetto timeline, stall plots and a self-contained HTML report of timing results."""
+    from gpusim.viz.load import load_result
+    from gpusim.viz.report import write_outputs
+
+    loaded = [load_result(p) for p in results]
+    try:
+        written = write_outputs(loaded, outdir, bucket=bucket)
+    except OSError as exc:
+        raise GpusimError(f"cannot write the report: {exc.strerror or exc}", str(outdir)) from None
+    summary = {"report": str(written["report"]), "timeline": str(written["timeline"]) if written["timeline"] else None,
+               "plots": [str(p) for p in written["plots"]]}
+    if as_json:
+        _emit_json(summary)
+        return
+    console.print(f"[green]wrote[/green] {summary['report']} ({len(summary['plots'])} plot files in "
+                  f"{outdir / 'plots'})")
+    if summary["timeline"]:
+        console.print(f"timeline: {summary['timeline']} (open it at https://ui.perfetto.dev; 1 µs there = 1 cycle)")
+    else:
+        console.print("no timeline recorded (`gpusim run ... --timeline-ctas 0,1` records one)")
+
+
+@app.command()
+def study(file: Path = typer.Argument(..., help="study file (configs/studies/*.yaml)"),
+          out: Optional[Path] = typer.Option(None, "--out", help="output folder (default out/studies/<name>/)"),
+          dask: Optional[str] = typer.Option(None, "--dask", help="run the points on this Dask scheduler "
+                                                                    "(tcp://host:8786) instead of local processes"),
+          workers: Optional[int] = typer.Option(None, "--workers", min=1,
+                                                help="local worker processes (default: all cores)"),
+          as_json: bool = typer.Option(False, "--json", help="print a machine-readable summary")):
+    """Sweep config fields over workloads (a study file); write a table, plots and summary.md."""
+    from gpusim.study import load_study, run_study
+
+    spec = load_study(file)  # validates every point's config before anything runs
+    try:
+        outcome = run_study(spec, out_dir=out, dask=dask, workers=workers, progress=True,
+                            console=Console(stderr=True))
+    except KeyboardInterrupt:
+        sys.stderr.write("gpusim: study interrupted; finished points are cached, run the same command to resume\n")
+        raise SystemExit(130) from None
+    fails = outcome.failures
+    summary = {"study": spec.spec.name, "out": str(outcome.out_dir), "points": len(spec.points),
+               "failed": len(fails), "computed": len(outcome.computed), "cached": len(outcome.cached),
+               "wall_s": round(outcome.wall_s, 2), "files": outcome.files, "failures": fails}
+    if as_json:
+        _emit_json(summary)
+    else:
+        colour = "red" if fails else "green"
+        console.print(f"[{colour}]{spec.spec.name}: {len(spec.points) - len(fails)}/{len(spec.points)} points ok"
+                      f"[/{colour}] ({len(outcome.computed)} computed, {len(outcome.cached)} cached, "
+                      f"{outcome.wall_s:.1f} s) -> {outcome.out_dir}/summary.md")
+        for f in fails[:10]:
+            console.print(f"[red]failed[/red] {f['workload']} n={f['size']} {f['card']} {f['coords']}: {f['error']}")
+    if fails:
+        raise SystemExit(1)  # (typer.Exit's code is lost under standalone_mode=False)
+
+
+@app.command()
+def validate(gpu: Optional[str] = typer.Option(None, "--gpu", help="only this card: its validation/<card>/ data, or "
+                                                                   "the seed check gtx970 / m2090 (default: all)"),
+             as_json: bool = typer.Option(False, "--json", help="print machine-readable JSON (same figures)"),
+             quick: bool = typer.Option(False, "--quick", help="sizes <= 1024 only (fast check)"),
+             workers: int = typer.Option(2, "--workers", min=1, help="simulation processes for uncached cases")):
+    """Compare simulated and measured times/counters (validation/ and the seeds' tables); exits 0."""
+    from gpusim.validate import run_validation, summary_lines
+
+    err = Console(stderr=True)
+    report = run_validation(gpu=gpu, quick=quick, workers=workers, console=err, progress=True)
+    report["summary_lines"] = summary_lines(report)
+    if as_json:
+        _emit_json(report)
+        return
+    _print_validation(report)
+
+
+def _print_validation(report: dict) -> None:
+    def pct(v):
+        return "-" if v is None else f"{v:+.1f}%"
+
+    def num(v):
+        return "-" if v is None else f"{v:,.0f}"
+
+    table = Table(title="gpusim validate: predicted vs measured (time at the measured clock)")
+    for col in ("workload", "n", "card", "mode", "pred ms", "meas ms", "time err", "pred cyc", "meas cyc",
+                "ncu cyc", "inst err", "bank confl p/m", "DRAM err", "top stall pred / meas"):
+        table.add_column(col, justify="left" if col in ("workload", "card", "mode", "top stall pred / meas")
+                         else "right")
+    for r in report["rows"]:
+        if r.get("predicted_time_ms") is None:
+            table.add_row(r["workload"], str(r["size"]), r["card"], r["mode"], "failed", f"{r['measured_time_ms']:.4g}",
+                          *["-"] * 8)
+            continue
+        e = r["time_error_pct"]
+        colour = "green" if abs(e) <= 20 else "yellow" if abs(e) <= 50 else "red"
+        ps = r["predicted_top_stalls"][0][0] if r["predicted_top_stalls"] else "-"
+        ms = r["measured_top_stalls"][0][0] if r["measured_top_stalls"] else "-"
+        bc = ("-" if r.get("measured_shared_bank_conflicts") is None else
+              f"{num(r['predicted_shared_bank_conflicts'])}/{num(r['measured_shared_bank_conflicts'])}")
+        table.add_row(r["workload"], str(r["size"]), r["card"], r["mode"], f"{r['predicted_time_ms']:.4g}",
+                      f"{r['measured_time_ms']:.4g}", f"[{colour}]{pct(e)}[/{colour}]", num(r["predicted_cycles"]),
+                      num(r["measured_cycles"]), num(r.get("ncu_cycles")), pct(r.get("instructions_error_pct")), bc,
+                      pct(r.get("dram_error_pct")), f"{ps} / {ms}" if r["measured_top_stalls"] else ps)
+    console.print(table)
+    rk = report["summary"]["rankings"]
+    if rk:
+        t = Table(title="family rankings (fastest first)")
+        for col in ("family", "card", "n", "match", "tau", "meas spread", "measured order", "predicted order"):
+            t.add_column(col)
+        for x in rk:
+            t.add_row(x["family"], x["card"], str(x["size"]), "yes" if x["match"] else "[red]no[/red]",
+                      str(x["kendall_tau"]), f"{x['measured_spread_pct']:.1f}%", " < ".join(x["measured_order"]),
+                      " < ".join(x["predicted_order"]))
+        console.print(t)
+    g = (report.get("seeds") or {}).get("gtx970_dgemm")
+    if g:
+        t = Table(title="seed: GTX 970 DGEMM, seconds per GEMM")
+        for col in ("workload", "n", "measured s", "predicted s @1178", "err", "err @1268"):
+            t.add_column(col)
+        for e in g["entries"]:
+            t.add_row(e["workload"], str(e["size"]), f"{e['measured_s']:.5f}",
+                      "-" if e.get("predicted_s") is None else f"{e['predicted_s']:.5f}", pct(e.get("error_pct")),
+                      pct(e.get("error_pct_at_1268")))
+        console.print(t)
+        console.print(f"[dim]{g['clock_note']}[/dim]")
+    m = (report.get("seeds") or {}).get("m2090_aat")
+    if m:
+        console.print(f"[dim]{m['note']}[/dim]")
+    for line in report["summary_lines"]:
+        console.print(line)
+
+
 def _parse_sets(items: list[str]) -> dict:
     import yaml
 

@@ -1,0 +1,190 @@
+"""Everything `gpusim viz` writes, and the self-contained HTML report that bundles it.
+
+OUTDIR/
+  report.html            summary table, plots (inline SVG / base64 PNG), source view per result
+  timeline.json          Perfetto trace of the recorded timelines (only when a run recorded one)
+  plots/*.png, *.svg     the same plots as files
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from datetime import datetime, timezone
+from html import escape
+from pathlib import Path
+from string import Template
+
+from gpusim.timing.results import SimResult
+from gpusim.viz import plots
+from gpusim.viz.load import labels, load_result, reason_colour
+from gpusim.viz.perfetto import TIME_UNIT, write_trace
+from gpusim.viz.source import SOURCE_CSS, source_table_html
+
+
+def write_report(results: list[SimResult | str | Path], outdir: str | Path) -> Path:
+    """Write report.html, timeline.json and the plots into `outdir`; returns the report's path."""
+    return write_outputs(results, outdir)["report"]
+
+
+def write_outputs(results: list[SimResult | str | Path], outdir: str | Path, names: list[str] | None = None,
+                  bucket: float | None = None) -> dict:
+    """Write every view of `results` (SimResults or result JSON paths) into `outdir`.
+    Returns {"report": Path, "timeline": Path | None, "plots": [Path, ...]}."""
+    results = [r if isinstance(r, SimResult) else load_result(r) for r in results]
+    names = names or labels(results)
+    outdir = Path(outdir)
+    plot_dir = outdir / "plots"
+    outdir.mkdir(parents=True, exist_ok=True)
+    trace = write_trace(results, outdir / "timeline.json", names)
+    if trace is None and (outdir / "timeline.json").exists():
+        (outdir / "timeline.json").unlink()  # a stale trace from an earlier run would mislead
+
+    written = plots.save(plots.stall_breakdown(results, names), plot_dir, "stall_breakdown")
+    breakdown = _svg_of(written[-1])
+    sections = []
+    for i, (result, name) in enumerate(zip(results, names)):
+        stem = _slug(i, result)
+        figures = {}
+        util = plots.issue_utilisation(result, bucket)
+        if util is not None:
+            written += plots.save(util, plot_dir, f"{stem}_utilisation")
+            figures["utilisation"] = _svg_of(written[-1])
+        timeline = plots.timeline_figure(result)
+        if timeline is not None:
+            written += plots.save(timeline, plot_dir, f"{stem}_timeline", formats=("png",))
+            figures["timeline"] = _data_uri(written[-1])
+        written += plots.save(plots.hot_instructions(result), plot_dir, f"{stem}_hot_instructions")
+        figures["hot"] = _svg_of(written[-1])
+        sections.append(_result_section(i, result, name, figures))
+
+    page = PAGE.substitute(
+        css=CSS + SOURCE_CSS, title=escape("gpusim report: " + ", ".join(names)),
+        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        summary=_summary_table(results, names), breakdown=breakdown,
+        perfetto=_perfetto_help(trace, results, names), sections="\n".join(sections))
+    report = outdir / "report.html"
+    report.write_text(page)
+    return {"report": report, "timeline": trace, "plots": written}
+
+
+def _svg_of(path: Path) -> str:
+    """A saved SVG file as an inline <svg> element."""
+    text = path.read_text()
+    return text[text.index("<svg"):]
+
+
+def _data_uri(path: Path) -> str:
+    """A saved PNG file as a base64 data: URI."""
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def _slug(i: int, r: SimResult) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{i}_{r.workload or r.kernel}_{r.card}_{r.size}")
+
+
+def _top3(r: SimResult) -> str:
+    return "<br>".join(f'<span class="swatch" style="background:{reason_colour(k)}"></span>{escape(k)} {v:.1%}'
+                       for k, v in r.top_stalls(3))
+
+
+def _summary_table(results: list[SimResult], names: list[str]) -> str:
+    head = ("result", "arch", "mode", "cycles", "time", "IPC / SM", "top 3 stalls (of warp-cycles)",
+            "shared bank conflicts", "DRAM bytes")
+    rows = []
+    for i, (r, name) in enumerate(zip(results, names)):
+        conflicts = f'{r.shared.get("bank_conflicts", 0):,} of {r.shared.get("wavefronts", 0):,} wavefronts'
+        rows.append(f'<tr><td><a href="#result-{i}">{escape(name)}</a></td><td>{escape(r.arch)}</td>'
+                    f'<td>{escape(r.mode)}</td><td class="num">{r.cycles:,.0f}</td>'
+                    f'<td class="num">{r.time_s * 1e6:,.2f} µs</td><td class="num">{r.ipc:.2f}</td>'
+                    f'<td>{_top3(r)}</td><td class="num">{conflicts}</td>'
+                    f'<td class="num">{r.memory.get("dram_bytes", 0):,}</td></tr>')
+    return (f'<table class="summary"><thead><tr>{"".join(f"<th>{h}</th>" for h in head)}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table>')
+
+
+def _counters(r: SimResult) -> str:
+    """Key/value table of a result's configuration and counters."""
+    occ = r.occupancy
+    items = [("kernel", r.kernel), ("clock", f"{r.clock_mhz:.0f} MHz"),
+             ("warp-instructions", f"{r.warp_instructions:,}"),
+             ("SMs used / CTAs / waves", f"{r.sms_used} / {r.ctas} / {r.waves:.3f}"),
+             ("occupancy", f'{occ.get("ctas_per_sm")} CTAs, {occ.get("warps_per_sm")} warps per SM '
+                           f'(limited by {occ.get("limiter")})'),
+             ("shared", ", ".join(f"{k} {v:,}" for k, v in r.shared.items())),
+             ("registers", ", ".join(f"{k} {v:,}" for k, v in r.registers.items())),
+             ("memory", ", ".join(f"{k} {v:,}" for k, v in r.memory.items())),
+             ("pipe utilisation", ", ".join(f"{k} {v:.1%}" for k, v in r.pipe_utilisation.items()))]
+    if r.sampling:
+        items.append(("sampling", ", ".join(f"{k} {v}" for k, v in r.sampling.items() if k != "what")))
+    items += [("note", n) for n in r.notes]
+    return '<table class="kv">' + "".join(f"<tr><th>{escape(k)}</th><td>{escape(str(v))}</td></tr>"
+                                          for k, v in items) + "</table>"
+
+
+def _result_section(i: int, r: SimResult, name: str, figures: dict) -> str:
+    parts = [f'<section id="result-{i}"><h2>{escape(name)}</h2>', _counters(r)]
+    if "utilisation" in figures:
+        parts.append(f'<h3>Issue-slot utilisation</h3><div class="fig">{figures["utilisation"]}</div>')
+    if "timeline" in figures:
+        parts.append(f'<h3>Timeline of the recorded warps</h3><img class="fig" alt="timeline" '
+                     f'src="{figures["timeline"]}">')
+    else:
+        parts.append('<p class="hint">No timeline recorded: run <code>gpusim run ... --timeline-ctas 0,1 '
+                     '--json R.json</code> to get the utilisation plot and the Perfetto trace.</p>')
+    parts.append(f'<h3>Hottest instructions</h3><div class="fig">{figures["hot"]}</div>')
+    parts.append(f'<h3>Source view ({len(r.stalls_per_pc):,} SASS lines executed or stalled)</h3>'
+                 '<p class="hint">Stall cycles are warp-cycles charged to the instruction a warp was waiting '
+                 'to issue; share is of all stall cycles; shading follows the hottest line.</p>'
+                 f'<div class="scroll">{source_table_html(r)}</div></section>')
+    return "\n".join(parts)
+
+
+def _perfetto_help(trace: Path | None, results: list[SimResult], names: list[str]) -> str:
+    if trace is None:
+        return ('<p>No result recorded a timeline, so no <code>timeline.json</code> was written. Re-run with '
+                '<code>gpusim run WORKLOAD --gpu CARD --size N --timeline-ctas 0,1 --json R.json</code>.</p>')
+    recorded = ", ".join(escape(n) for r, n in zip(results, names) if r.timeline)
+    return (f'<p><a href="{escape(trace.name)}">{escape(trace.name)}</a> holds the timeline of {recorded}. '
+            'Open <a href="https://ui.perfetto.dev" target="_blank">ui.perfetto.dev</a>, choose '
+            '<em>Open trace file</em> and pick it (the file is read in the browser, not uploaded). '
+            'Each SM is a process; in it, one track per warp scheduler shows every issue slot, named by the '
+            'issued SASS instruction, and one track per warp shows its stall slices named by reason '
+            '(<code>barrier</code> = waiting at BAR.SYNC, <code>issue</code> = runs of issued cycles). '
+            f'<strong>Time: {TIME_UNIT}</strong>, so 1 ms on the Perfetto ruler is 1000 cycles.</p>')
+
+
+CSS = """
+body { font-family: system-ui, -apple-system, Segoe UI, Roboto, sans-serif; margin: 24px auto; max-width: 1200px;
+       color: #222; padding: 0 16px; }
+h1 { font-size: 22px; } h2 { font-size: 18px; border-bottom: 2px solid #ddd; margin-top: 36px; }
+h3 { font-size: 15px; margin-top: 22px; }
+table.summary, table.kv { border-collapse: collapse; font-size: 13px; }
+table.summary th, table.summary td { border: 1px solid #ddd; padding: 4px 8px; vertical-align: top; }
+table.summary th { background: #f0f0f0; }
+table.kv th { text-align: left; padding: 2px 12px 2px 0; color: #555; font-weight: 600; vertical-align: top; }
+table.kv td { padding: 2px 0; font-size: 12px; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.fig svg, img.fig { max-width: 100%; height: auto; }
+.fig svg text { white-space: pre; }
+.scroll { max-height: 640px; overflow: auto; border: 1px solid #ddd; }
+.hint { color: #555; font-size: 13px; }
+code { background: #f4f4f4; padding: 0 3px; }
+"""
+
+PAGE = Template("""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>$title</title>
+<style>$css</style></head>
+<body>
+<h1>$title</h1>
+<p class="hint">Written by <code>gpusim viz</code> on $generated. Stall reasons use Nsight Compute's names;
+fractions are of resident warp-cycles (<code>selected</code> = cycles that issued).</p>
+<h2>Summary</h2>
+$summary
+<h2>Stall breakdown</h2>
+<div class="fig">$breakdown</div>
+<h2>Timeline in Perfetto</h2>
+$perfetto
+$sections
+</body></html>
+""")

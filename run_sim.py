@@ -1,51 +1,123 @@
-"""The main job: replay the seed GEMM variants shipped in traces/ and report.
+"""The main job: replay the seed GEMM variants on the GTX 970, a Kepler K40 and the H100 and report.
 
-Today it runs the front end end to end (committed SASS -> functional emulation on real data ->
-check against numpy) for every workload on Kepler (sm_35), Maxwell (sm_52) and Hopper (sm_90) and
-prints the dynamic warp-instruction counts, with the H100's measured counts where we have them.
-The timing model (cycles, stalls) is not built yet. Needs no GPU and no CUDA toolchain.
+For every workload of the suite (traces/workloads) on the three cards, gpusim emulates the
+committed real SASS, times it in sampled mode, and prints one table: variant, card, predicted time,
+measured time where known (the seeds' GTX 970 DGEMM table; our H100 measurements in
+validation/h100/timing), error, and the top three stall reasons. It writes results.json and an
+HTML report (gpusim.viz) into the output folder it names. Needs no GPU and no CUDA toolchain.
+Results are cached in the output folder, so a rerun (or an interrupted run) is quick.
+
+Usage: python run_sim.py [OUTDIR] [--cards gtx970,k40,h100]
 """
 
-import csv
+from __future__ import annotations
+
+import argparse
+import hashlib
 import json
 import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import track
+from rich.progress import Progress
 from rich.table import Table
 
 from gpusim import REPO_ROOT
-from gpusim.emu.run import check, emulate
+from gpusim.timing.results import SimResult
 from gpusim.workloads import list_workloads
 
+# The GTX 970 DGEMM table of seed 000 (seconds per GEMM; ../shared/seeds/README.md)
+SEED_GTX970 = {
+    "dgemm_unroll": {1024: 0.017320, 2048: 0.136030, 4096: 1.081080},
+    "dgemm_unroll_128b": {1024: 0.016690, 2048: 0.132290, 4096: 1.047700},
+    "dgemm_unroll_128b_prefsmem": {1024: 0.016670, 2048: 0.131820, 4096: 1.042550},
+    "dgemm_unroll_db_128b": {1024: 0.017000, 2048: 0.135720, 4096: 1.070310},
+    "dgemm_unroll_db_128b_prefsmem": {1024: 0.016850, 2048: 0.134790, 4096: 1.068920},
+}
 
-def main(out_dir: Path = REPO_ROOT / "out" / "run_sim") -> int:
-    console = Console()
-    measured = {}
-    counts = REPO_ROOT / "validation/h100/instruction_counts.csv"
-    if counts.exists():
-        measured = {(r["workload"], int(r["size"])): int(r["measured"]) for r in csv.DictReader(counts.open())}
-    jobs = [(wl, arch, min(wl.sizes)) for wl in list_workloads() for arch in wl.archs]
+
+def size_for(wl) -> int:
+    """The smallest size >= 1024 measured on the H100 (1024 for the GEMMs, M = 2048 for C = AA^T)."""
+    measured = [s for s in sorted(wl.sizes) if s >= 1024
+                and (REPO_ROOT / "validation" / "h100" / "timing" / f"{wl.name}__n{s}.json").exists()]
+    return measured[0] if measured else min(s for s in wl.sizes if s >= 1024)
+
+
+def measured_time(name: str, card: str, n: int) -> tuple[float | None, str]:
+    if card == "gtx970" and name in SEED_GTX970:
+        return SEED_GTX970[name].get(n), "seed 000 (GTX 970)"
+    if card == "h100":
+        path = REPO_ROOT / "validation" / "h100" / "timing" / f"{name}__n{n}.json"
+        if path.exists():
+            rec = json.loads(path.read_text())
+            ms = (rec.get("timing") or {}).get("median_ms")
+            return (ms / 1e3 if ms else None), "H100 (validation/h100)"
+    return None, ""
+
+
+def simulate(name: str, card: str, n: int, cache: Path) -> str:
+    from gpusim.timing.driver import run_workload
+
+    if cache.exists():
+        return cache.read_text()
+    text = run_workload(name, card, n, mode="sampled").model_dump_json()
+    cache.write_text(text)
+    return text
+
+
+def code_version() -> str:
+    h = hashlib.sha256()
+    for p in sorted((REPO_ROOT / "gpusim").rglob("*.py")) + sorted((REPO_ROOT / "configs").rglob("*.yaml")):
+        h.update(p.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("outdir", nargs="?", default=str(REPO_ROOT / "out" / "run_sim"))
+    ap.add_argument("--cards", default="gtx970,k40,h100")
+    args = ap.parse_args(argv)
+    out = Path(args.outdir)
+    cache = out / "cache" / code_version()
+    cache.mkdir(parents=True, exist_ok=True)
+    console = Console(width=150)
+    jobs = [(wl.name, card, size_for(wl)) for wl in list_workloads() for card in args.cards.split(",")]
+    results: dict[tuple, SimResult] = {}
+    with Progress(console=console) as progress, ProcessPoolExecutor() as pool:
+        task = progress.add_task("simulating (sampled mode)", total=len(jobs))
+        futures = {pool.submit(simulate, n, c, s, cache / f"{n}__{c}__{s}.json"): (n, c, s) for n, c, s in jobs}
+        for fut in as_completed(futures):
+            results[futures[fut]] = SimResult.model_validate_json(fut.result())
+            progress.advance(task)
     rows = []
-    for wl, arch, n in track(jobs, description="emulating", console=console):
-        emu, inputs = emulate(wl, arch, n, record=False)
-        ok = all(r["passed"] for r in check(wl, emu, inputs, n).values())
-        h100 = measured.get((wl.name, n)) if arch == "sm_90" else None
-        rows.append({"workload": wl.name, "arch": arch, "size": n, "warp_instructions": emu.warp_instructions,
-                     "h100_measured": h100, "matches_numpy": ok})
-    table = Table(title="gpusim: seed GEMM variants (functional emulation; timing model not built yet)")
-    for col in ("workload", "arch", "n", "warp-instructions", "H100 measured", "numpy check"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(r["workload"], r["arch"], str(r["size"]), f"{r['warp_instructions']:,}",
-                      "" if r["h100_measured"] is None else f"{r['h100_measured']:,}",
-                      "ok" if r["matches_numpy"] else "FAILED")
+    for key in jobs:
+        r = results[key]
+        meas, source = measured_time(*key)
+        rows.append({"workload": key[0], "card": key[1], "size": key[2], "predicted_s": r.time_s,
+                     "measured_s": meas, "measured_source": source,
+                     "error": (r.time_s - meas) / meas if meas else None,
+                     "top_stalls": [[k, round(v, 3)] for k, v in r.top_stalls(3)], "cycles": r.cycles})
+    table = Table(title="gpusim: seed GEMM variants, predicted (sampled mode) vs measured")
+    for col in ("variant", "card", "n", "predicted", "measured", "error", "top stall reasons"):
+        table.add_column(col, justify="right" if col in ("n", "predicted", "measured", "error") else "left")
+    for row in rows:
+        fmt = lambda s: "" if s is None else (f"{s * 1e3:.3f} ms" if s < 1 else f"{s:.3f} s")  # noqa: E731
+        err = "" if row["error"] is None else f"{row['error']:+.1%}"
+        stalls = ", ".join(f"{k} {v:.0%}" for k, v in row["top_stalls"])
+        stalls = stalls.replace("_scoreboard", "_sb").replace("_throttle", "_thr")
+        table.add_row(row["workload"], row["card"], str(row["size"]), fmt(row["predicted_s"]),
+                      fmt(row["measured_s"]), err, stalls)
     console.print(table)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "results.json").write_text(json.dumps(rows, indent=2))
-    console.print(f"results written to {out_dir / 'results.json'}")
-    return 0 if all(r["matches_numpy"] for r in rows) else 1
+    known = [abs(r["error"]) for r in rows if r["error"] is not None]
+    if known:
+        console.print(f"mean absolute error over {len(known)} measured cases: {sum(known) / len(known):.1%}")
+    (out / "results.json").write_text(json.dumps(rows, indent=2))
+    from gpusim.viz.report import write_report
+
+    report = write_report([results[k] for k in jobs], out / "report")
+    console.print(f"wrote {out / 'results.json'} and {report}")
+    return 0
 
 
 if __name__ == "__main__":

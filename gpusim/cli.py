@@ -367,7 +367,9 @@ def _check_size(wl, size: int) -> None:
 
 def main() -> None:
     try:
-        app(standalone_mode=False)
+        rc = app(standalone_mode=False)  # typer returns (not raises) the code of `raise typer.Exit(n)`
+        if isinstance(rc, int) and rc:
+            sys.exit(rc)
     except GpusimError as exc:
         sys.stderr.write(f"gpusim: error: {exc}\n")
         sys.exit(exc.exit_code)

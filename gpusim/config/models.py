@@ -144,6 +144,9 @@ class L1Config(_Model):
     """True: every global load may hit in L1. False: only loads through the read-only path are
     cached on the SM (sm_35: the LDG opcode; sm_52: LDG with .CI, i.e. ld.global.nc / __ldg);
     other global loads go to L2. Local memory is cached in L1 either way."""
+    lines_per_cycle: float = Field(default=1.0, gt=0)
+    """Tag lookups per cycle of the L1/texture pipe: a warp's global access occupies it for as many
+    cycles as it touches distinct 128-byte lines (an uncoalesced access is slow even when it hits)."""
 
     @model_validator(mode="after")
     def _geometry(self) -> "L1Config":

@@ -55,7 +55,8 @@ class TraceLog:
     warps: list = field(default_factory=list)  # warp ids (np array) per step
     masks: list = field(default_factory=list)  # active lane masks (uint32 per warp) per step
     exec_masks: list = field(default_factory=list)  # lanes that executed: mask and guard (uint32 per warp)
-    mem: dict = field(default_factory=dict)  # step number -> (addresses (nw, 32) uint64, bytes per lane)
+    # step number -> (addresses (nw, 32), bytes per lane); uint64, or uint32 for some shared-memory steps
+    mem: dict = field(default_factory=dict)
 
 
 def pack_lanes(lanes: np.ndarray) -> np.ndarray:
@@ -76,6 +77,7 @@ class Batch:
         self.sel = slice(32 * w0, 32 * w1) if contiguous else (wids[:, None] * 32 + np.arange(32)).ravel()
         self.mask = emu.mask[wids].ravel()
         self.full = bool(self.mask.all())
+        self.everything = self.full and contiguous and w0 == 0 and w1 == len(emu.pc)  # all lanes of all warps
         self._packed = None
         for a in (self.wids, self.mask):
             a.setflags(write=False)
@@ -103,6 +105,8 @@ class Emulator:
         self.shared = SharedMemory(len(self.ctas), program.shared_bytes + launch.dynamic_shared_bytes)
         self.cbank0 = self._constant_bank(params)
         self.warp_cta = np.repeat(np.arange(len(self.ctas)), wpc)  # CTA slot of each warp
+        self.lane_cta = np.repeat(self.warp_cta, 32)  # CTA slot of each lane
+        self._shared_bases: dict[int, np.ndarray] = {}
         tid = np.arange(wpc * 32)
         valid = tid < launch.threads_per_cta
         self.mask = np.tile(valid, len(self.ctas)).reshape(n_warps, 32)
@@ -117,12 +121,15 @@ class Emulator:
         self.steps, self.step_limit = 0, step_limit
         self.warp_instructions = 0
         self.clock = 0
-        self.handlers = [specialise(ins, ops.handler(program.arch, ins), self.state) for ins in program.instructions]
         self.uniform = [ins.unit == "uniform" and ins.opcode not in ("R2UR", "S2UR", "VOTEU")
                         for ins in program.instructions]
+        compiled = [specialise(ins, ops.handler(program.arch, ins), self) for ins in program.instructions]
+        self.handlers = [handler for handler, _ in compiled]
+        # the same instruction for a batch of every lane of every warp, all executing (no guard to apply)
+        self.all_lanes = [run if ins.guard is None and not uniform else None
+                          for (_, run), ins, uniform in zip(compiled, program.instructions, self.uniform)]
         self.control = [ins.opcode in CONTROL_OPCODES or (self.arch_family < 50 and "S" in ins.modifiers)
                         for ins in program.instructions]
-        self.lane_cta = np.repeat(self.warp_cta, 32)  # CTA slot of each lane
 
     # ---- launch state ------------------------------------------------------------------------
     # Constant bank 0 layout per architecture family: (block dims, grid dims, stack pointer) offsets.
@@ -151,7 +158,12 @@ class Emulator:
                                      self._where(ex.ins))
             raw = data[op.value + 4 * word:op.value + 4 * word + 4]
             return np.full(ex.n, int.from_bytes(raw, "little"), np.uint32)
-        offset = np.full(ex.n, op.value + 4 * word, np.int64)
+        offset = op.value + 4 * word
+        if (op.reg is None or op.reg == 255) and (op.ureg is None or op.ureg == 63):  # one word for all lanes
+            if offset < 0 or offset + 4 > 4 * len(self.cbank0) or offset % 4:
+                raise EmulationError("constant bank access out of bounds or misaligned", self._where(ex.ins))
+            return np.full(ex.n, self.cbank0[offset >> 2], np.uint32)
+        offset = np.full(ex.n, offset, np.int64)
         if op.reg is not None and op.reg != 255:  # c[0x0][R2+0x10]: per-lane index
             rows = self.state.R[self.state.row(op.reg)][ex.sel]
             offset = offset + (rows[::32] if ex.uniform else rows).astype(np.int64)
@@ -238,6 +250,12 @@ class Emulator:
 
     def _step(self, pc: int, batch: "Batch") -> bool:
         """Execute instruction `pc` for `batch`; True when its handler set the warps' PCs itself."""
+        if batch.everything and self.all_lanes[pc] is not None:
+            if self.record:
+                self._record_step(pc, batch, batch.mask, False)
+            self.warp_instructions += len(batch.wids)
+            self.all_lanes[pc]()
+            return False
         ins = self.program.instructions[pc]
         active, full = batch.mask, batch.full
         if ins.guard is not None:
@@ -285,7 +303,7 @@ class Emulator:
         """Log the step's addresses, one per executing lane (0 for the others)."""
         if self.record:
             if ex.full:
-                full = addrs.astype(np.uint64, copy=False)
+                full = addrs if addrs.dtype in (np.uint32, np.uint64) else addrs.astype(np.uint64)
             else:
                 full = np.zeros(len(ex.wids) * 32, dtype=np.uint64)
                 full[ex.active] = addrs
@@ -293,6 +311,17 @@ class Emulator:
 
     def shared_rows(self, ex: Exec) -> np.ndarray:
         return self.lane_cta[ex.sel][ex.active]
+
+    def shared_unit_base(self, nbytes: int) -> np.ndarray:
+        """Per lane: the first unit of its CTA slot in `shared.units(nbytes)` (cached; uint32 while
+        the units fit, int64 beyond)."""
+        base = self._shared_bases.get(nbytes)
+        if base is None:
+            base = self.lane_cta * (self.shared.words.shape[1] * 4 // nbytes)
+            if self.shared.words.size < 2**32:
+                base = base.astype(np.uint32)
+            self._shared_bases[nbytes] = base
+        return base
 
     # ---- barriers and control flow -----------------------------------------------------------------
     def _release_barriers(self) -> bool:

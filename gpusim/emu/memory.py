@@ -12,6 +12,13 @@ ALIGN = 256  # cudaMalloc alignment
 GUARD = 256  # unmapped gap after each buffer, so overruns fault instead of reading a neighbour
 
 
+def access_units(words: np.ndarray, nbytes: int) -> np.ndarray:
+    """Contiguous uint32 words viewed as one flat array of `nbytes` units: uint32 for 4 bytes, an
+    opaque `nbytes`-byte type for 8 and 16 (gathered and scattered whole)."""
+    flat = words.reshape(-1)
+    return flat if nbytes == 4 else flat.view(np.dtype((np.void, nbytes)))
+
+
 class MemoryFault(Exception):
     """Raised with the offending lane index and address; the emulator adds kernel/PC/CTA/thread."""
 
@@ -68,19 +75,27 @@ class GlobalMemory:
             raise MemoryFault(f"{kind} global access of {nbytes} bytes", bad, int(addrs[bad]))
         return ((addrs - np.uint64(GLOBAL_BASE)) >> np.uint64(2)).astype(np.int64)
 
-    def flat_index(self, addrs: np.ndarray, nbytes: int) -> np.ndarray | None:
-        """Arena word index of each address (int64 bits) when no access faults, else None (the
-        caller then takes the path that reports the fault). Quick check when the lowest and highest
-        address lie in one buffer; the per-lane check of `_word_index` otherwise."""
+    def units(self, nbytes: int) -> np.ndarray:
+        """The arena as an array of `nbytes`-sized units (a view): address a is unit
+        (a - GLOBAL_BASE) // nbytes."""
+        return access_units(self.words, nbytes)
+
+    def unit_index(self, addrs: np.ndarray, nbytes: int) -> np.ndarray | None:
+        """Unit (of `units(nbytes)`) of each address (int64 bits), or None when some access would
+        fault (as `_word_index` decides): every address aligned and inside one of the buffers from
+        the lowest address's to the highest's."""
         lo, hi = int(addrs.min()), int(addrs.max())
-        aligned = not int(np.bitwise_or.reduce(addrs)) & (nbytes - 1)
-        which = int(np.searchsorted(self._starts, np.uint64(max(lo, 0)), side="right")) - 1
-        if aligned and lo >= GLOBAL_BASE and which >= 0 and hi + nbytes <= int(self._ends[which]):
-            return (addrs - GLOBAL_BASE) >> 2
-        try:
-            return self._word_index(addrs.view(np.uint64), nbytes)
-        except MemoryFault:
+        if int(np.bitwise_or.reduce(addrs)) & (nbytes - 1) or lo < GLOBAL_BASE:
             return None
+        first, last = (int(np.searchsorted(self._starts, np.uint64(a), side="right")) - 1 for a in (lo, hi))
+        if first == last:
+            inside = hi + nbytes <= int(self._ends[first])
+        else:
+            inside = np.zeros(addrs.shape, dtype=bool)
+            for b in range(first, last + 1):
+                inside |= (addrs >= int(self._starts[b])) & (addrs <= int(self._ends[b]) - nbytes)
+            inside = bool(inside.all())
+        return (addrs - GLOBAL_BASE) >> (nbytes.bit_length() - 1) if inside else None
 
     def load(self, addrs: np.ndarray, nbytes: int) -> np.ndarray:
         """Words loaded per lane: shape (nbytes // 4, lanes), uint32."""
@@ -98,17 +113,18 @@ class SharedMemory:
 
     def __init__(self, n_ctas: int, size: int):
         self.size = size
-        self.words = np.zeros((n_ctas, max(size, 4) // 4 + 1), dtype=np.uint32)  # +1: zero-size kernels
-        self.flat = self.words.reshape(-1)  # a view: word w of CTA slot c is flat[c * row_words + w]
+        row_words = -(-(max(size, 4) // 4 + 1) // 4) * 4  # +1: zero-size kernels; whole 16-byte rows
+        self.words = np.zeros((n_ctas, row_words), dtype=np.uint32)
 
-    def flat_index(self, cta_rows: np.ndarray, addrs: np.ndarray, nbytes: int) -> np.ndarray | None:
-        """Index into `flat` of each lane's first word when every access is aligned and inside the
-        shared size (checked on the lowest and highest address); None otherwise (`_index` then
-        names the fault)."""
-        if int(addrs.min()) < 0 or int(addrs.max()) + nbytes > self.size or \
-                int(np.bitwise_or.reduce(addrs)) & (nbytes - 1):
-            return None
-        return cta_rows * self.words.shape[1] + (addrs >> 2)
+    def units(self, nbytes: int) -> np.ndarray:
+        """All CTA slots' shared memory as an array of `nbytes`-sized units (a view): address a of
+        CTA slot c is unit c * words.shape[1] * 4 // nbytes + a // nbytes."""
+        return access_units(self.words, nbytes)
+
+    def fits(self, lo: int, hi: int, bits: int, nbytes: int) -> bool:
+        """Accesses of `nbytes` at addresses from lo to hi, whose OR is `bits`, are all in bounds and
+        aligned."""
+        return lo >= 0 and hi + nbytes <= self.size and bits & (nbytes - 1) == 0
 
     def _index(self, cta_rows: np.ndarray, addrs: np.ndarray, nbytes: int):
         addrs = addrs.astype(np.int64, copy=False)

@@ -6,7 +6,8 @@ over all lanes of all warps that sit at the same PC. 64/128-bit operands are reg
 (R2:R3 holds a double as low word, high word).
 
 Every write to a register row goes through `Exec.write` (or calls `WarpState.forget` first): the state
-keeps float64 copies of rows that FFMA reads as multiplicands, and a write must drop the stale copy.
+keeps values derived from whole rows (float64 copies of FFMA multiplicands, summaries of shared-memory
+address registers), and a write must drop them.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ class WarpState:
         self.UR = np.zeros((64, n_warps), dtype=U32)
         self.UP = np.zeros((8, n_warps), dtype=bool)
         self.UP[PT] = True
-        self._f64: dict[int, np.ndarray] = {}  # register row -> its float32 values as float64 (all lanes)
+        self._f64: dict[int, np.ndarray] = {}  # register row -> float64 copy (see `float64_row`)
+        self._derived: dict[int, dict] = {}  # register row -> other values computed from it (see `derived`)
         self._scratch: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def row(self, reg: int) -> int:
@@ -43,14 +45,24 @@ class WarpState:
             raise IndexError(f"register R{reg} beyond the kernel's {self.n_regs} registers")
         return reg
 
+    def derived(self, row: int, key, make):
+        """make(R[row]): a value computed from a whole register row (all lanes), kept under `key`
+        until the row is written. Array values are shared: callers must not modify them."""
+        per_row = self._derived.get(row)
+        if per_row is None:
+            per_row = self._derived[row] = {}
+        value = per_row.get(key)
+        if value is None:
+            value = per_row[key] = make(self.R[row])
+        return value
+
     def float64_row(self, row: int) -> np.ndarray:
         """Register row `row` (all lanes) read as float32 and widened to float64; kept until the row
-        is written. The cached array is shared: callers must not modify it."""
+        is written (a dictionary of its own: FFMA asks for two per instruction). Shared: read only."""
         v = self._f64.get(row)
         if v is None:
-            v = self.R[row].view(np.float32).astype(np.float64)
+            v = self._f64[row] = self.R[row].view(np.float32).astype(np.float64)
             v.setflags(write=False)
-            self._f64[row] = v
         return v
 
     def cached_float64_row(self, row: int) -> np.ndarray | None:
@@ -58,9 +70,11 @@ class WarpState:
         return self._f64.get(row)
 
     def forget(self, row: int) -> None:
-        """Register row `row` is about to be written: drop its float64 copy."""
+        """Register row `row` is about to be written: drop what was derived from it."""
         if self._f64:
             self._f64.pop(row, None)
+        if self._derived:
+            self._derived.pop(row, None)
 
     def scratch(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """Two float64 work arrays of n elements, reused between instructions (contents undefined)."""

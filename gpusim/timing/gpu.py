@@ -54,12 +54,14 @@ class GPU:
     # ---- trace access -----------------------------------------------------------------------------
     def stream(self, gid: int):
         if gid + 1 >= len(self._warp_start):
-            return [], [], [], []
+            return [], [], [], [], []
         a, b = int(self._warp_start[gid]), int(self._warp_start[gid + 1])
         rec = self.trace.records
         regc = self.cols["reg_conflict_cycles"][a:b]
         wavef = self.cols["smem_wavefronts"][a:b]
-        return (rec["pc_index"][a:b].tolist(), rec["mem_row"][a:b].tolist(), regc.tolist(), wavef.tolist())
+        glines = self.cols["glines"][a:b]
+        return (rec["pc_index"][a:b].tolist(), rec["mem_row"][a:b].tolist(), regc.tolist(), wavef.tolist(),
+                glines.tolist())
 
     def sectors(self, row: int) -> list:
         s = self._sector_cache.get(row)

@@ -25,12 +25,12 @@ EPS = 1e-9
 class Warp:
     """A resident warp: its dynamic instruction stream and what it waits for."""
 
-    __slots__ = ("gid", "cta", "sp", "age", "pcs", "mem_rows", "regc", "wavef", "pos", "ready_at", "reason",
+    __slots__ = ("gid", "cta", "sp", "age", "pcs", "mem_rows", "regc", "wavef", "glines", "pos", "ready_at", "reason",
                  "since", "done", "at_barrier", "sb", "reg_ready")
 
     def __init__(self, gid, cta, sp, age, stream, now):
         self.gid, self.cta, self.sp, self.age = gid, cta, sp, age
-        self.pcs, self.mem_rows, self.regc, self.wavef = stream
+        self.pcs, self.mem_rows, self.regc, self.wavef, self.glines = stream
         self.pos = 0
         self.ready_at = now
         self.reason = S.NOT_SELECTED
@@ -49,7 +49,8 @@ class CTA:
 
 
 class SubPartition:
-    __slots__ = ("index", "warps", "pipes", "dispatch_free", "last", "lsu_inflight", "issued", "pipe_busy", "wake")
+    __slots__ = ("index", "warps", "pipes", "dispatch_free", "last", "lsu_inflight", "issued", "pipe_busy", "wake",
+                 "dirty")
 
     def __init__(self, index):
         self.index = index
@@ -61,6 +62,7 @@ class SubPartition:
         self.issued = 0
         self.pipe_busy: dict[str, float] = {}
         self.wake = 0.0  # earliest cycle at which one of its warps can issue
+        self.dirty = True  # its warps changed since `wake` was computed
 
 
 class SM:
@@ -74,6 +76,8 @@ class SM:
         self.dual = cfg.sm.scheduler.dual_issue
         self.policy = cfg.sm.scheduler.policy
         self.smem_free = 0.0
+        self.l1_free = 0.0  # the L1/texture tag stage: one cycle per distinct line of an access
+        self.l1_lpc = cfg.memory.l1.lines_per_cycle
         self.smem_wpc = cfg.sm.shared_memory.wavefronts_per_cycle
         self.smem_latency = cfg.sm.shared_memory.latency_cycles
         self.mio_depth = cfg.sm.mio_queue_depth
@@ -104,6 +108,7 @@ class SM:
             self.age += 1
             cta.warps.append(warp)
             if not warp.done:
+                sp.dirty = True
                 cta.live += 1
                 sp.warps.append(warp)
                 self.warps.append(warp)
@@ -128,8 +133,10 @@ class SM:
             progressed = False
             limit = now + EPS
             for sp in self.sps:
-                if sp.wake <= limit and sp.dispatch_free <= limit and sp.warps and self._schedule(sp, now):
-                    progressed = True
+                if sp.wake <= limit:
+                    sp.dirty = True
+                    if sp.dispatch_free <= limit and sp.warps and self._schedule(sp, now):
+                        progressed = True
             if progressed:
                 last_progress = now
             elif now - last_progress > watchdog:
@@ -148,6 +155,11 @@ class SM:
         floor = now + 1
         best = math.inf
         for sp in self.sps:
+            if not sp.dirty:  # nothing changed for it: its wake time stands (and is in the future)
+                if sp.wake < best:
+                    best = sp.wake
+                continue
+            sp.dirty = False
             wake = math.inf
             for w in sp.warps:
                 if not w.at_barrier:
@@ -233,6 +245,9 @@ class SM:
             if len(sp.lsu_inflight) >= self.lsu_depth:
                 self._throttle(w, min(sp.lsu_inflight), S.LG, now)
                 return False
+            if self.l1_free - now > self.lsu_depth:  # the tag stage's queue is full
+                self._throttle(w, self.l1_free - self.lsu_depth, S.LG, now)
+                return False
         self._charge_until(w, now)
         self.stalls.charge(S.SELECTED, pc, 1)
         if self.timeline is not None:
@@ -281,7 +296,10 @@ class SM:
             done = self.smem_free + self.smem_latency
         elif kind == GLOAD or kind == GSTORE:
             sectors = self.gpu.sectors(w.mem_rows[pos])
-            done = self.l1.load(now, sectors, st.readonly) if kind == GLOAD else self.l1.store(now, sectors)
+            start = self.l1_free if self.l1_free > now else now
+            self.l1_free = start + max(1, w.glines[pos]) / self.l1_lpc
+            t = self.l1_free
+            done = self.l1.load(t, sectors, st.readonly) if kind == GLOAD else self.l1.store(t, sectors)
             sp.lsu_inflight.append(done)
             long_wait = True
         elif kind == CMEM:
@@ -356,6 +374,7 @@ class SM:
             for x in cta.warps:
                 if x.at_barrier:
                     x.at_barrier = False
+                    x.sp.dirty = True
                     pc = x.pcs[x.pos - 1]
                     self.stalls.charge(S.BARRIER, pc, now + 1 - x.since)
                     if self.timeline is not None:
@@ -365,6 +384,7 @@ class SM:
 
     def _exit(self, w: Warp, now: float) -> None:
         w.done = True
+        w.sp.dirty = True
         w.sp.warps.remove(w)
         self.warps.remove(w)
         cta = w.cta

@@ -365,6 +365,31 @@ def _check_size(wl, size: int) -> None:
         raise SpecError(f"size {size} is not among the sizes workload {wl.name} supports: {wl.sizes}")
 
 
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def measure(ctx: typer.Context,
+            out: Path = typer.Option(..., "--out", help="folder for one JSON per (workload, size) and summary.csv"),
+            workloads: Optional[str] = typer.Option(None, "--workloads", help="comma-separated names (default all)"),
+            ncu: bool = typer.Option(False, "--ncu", help="also collect Nsight Compute counters on one launch")):
+    """Measure the suite on this machine's NVIDIA GPU: build with the committed nvcc flags, check
+    against numpy, time with CUDA events, record clocks, optionally profile with Nsight Compute.
+    Further options pass through to `python -m gpusim.measure.run` (see its --help)."""
+    from gpusim.errors import GpusimError
+    from gpusim.measure.run import main as measure_main
+
+    try:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            raise RuntimeError("no CUDA device")
+    except Exception as exc:  # no cupy, no driver, no GPU: say so in one line
+        raise GpusimError(f"gpusim measure needs an NVIDIA GPU and cupy ({type(exc).__name__}: {exc}); "
+                          "see validation/README.md for how the committed data was measured") from None
+    argv = ["--out", str(out)] + (["--workloads", workloads] if workloads else []) + (["--ncu"] if ncu else [])
+    rc = measure_main(argv + list(ctx.args))
+    if rc:
+        raise typer.Exit(rc)
+
+
 def main() -> None:
     try:
         rc = app(standalone_mode=False)  # typer returns (not raises) the code of `raise typer.Exit(n)`

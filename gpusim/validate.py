@@ -607,10 +607,15 @@ def summary_lines(report: dict) -> list[str]:
         for name, r in m["ratios"].items():
             L.append(f"seed M2090 C=AA^T {name}: predicted {r['predicted']:.2f} vs {r['measured']:.2f} "
                      f"({r['error_pct']:+.1f}%, {'within' if r['within_25pct'] else 'OUTSIDE'} 25%)")
-        L.append("seed M2090 absolute (M=%d): " % M2090_M + ", ".join(
-            f"{w} {b['predicted_gb_s']:.2f} vs {b['measured_gb_s']} GB/s ({b['error_pct']:+.0f}%)"
-            for w, b in m["bandwidth"].items()))
+        if m["bandwidth"]:
+            L.append("seed M2090 absolute (M=%d): " % M2090_M + ", ".join(
+                f"{w} {b['predicted_gb_s']:.2f} vs {b['measured_gb_s']} GB/s ({b['error_pct']:+.0f}%)"
+                for w, b in m["bandwidth"].items()))
     r = report["run"]
+    if r.get("failed"):
+        first = next(iter((r.get("failures") or {}).items()), None)
+        L.append(f"FAILED simulations: {r['failed']} (not in the figures above); first: {first[0]}: {first[1]}"
+                 if first else f"FAILED simulations: {r['failed']}")
     L.append(f"{r['cases']} simulations ({r['cached']} cached, {r['computed']} computed, {r['failed']} failed) "
              f"in {r['wall_s']:.1f} s; code version {r['code_version']}; fitted parameters: none")
     return L

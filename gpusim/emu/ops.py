@@ -484,7 +484,7 @@ def psetp(ex):
 def imnmx(ex):
     unsigned = "U32" in ex.ins.modifiers
     a, b = (ex.u32(0), ex.u32(1)) if unsigned else (ex.s32(0), ex.s32(1))
-    p = ex.pred(2) if ex.is_pred(2) else ("MIN" not in ex.ins.modifiers) is False
+    p = ex.pred(2) if ex.is_pred(2) else "MIN" in ex.ins.modifiers
     ex.write(0, np.where(p, np.minimum(a, b), np.maximum(a, b)))
 
 

@@ -12,7 +12,9 @@ def run(prog, cfg, warps=1, wpc=None, control=None, **kw):
 
 
 def one_sm(card, **over):
-    return apply_overrides(load_gpu(card), {"sm_count": 1, **over})
+    """One SM and no fixed kernel overhead, so cycles are the mechanism's alone."""
+    return apply_overrides(load_gpu(card), {"sm_count": 1, "kernel_overhead_cycles": 0, "launch_overhead_us": 0,
+                                            **over})
 
 
 def test_dependent_ffma_chain_takes_n_times_latency():

@@ -189,6 +189,12 @@ class GpuConfig(_Model):
     sm_count: int = Field(ge=1)
     sm: SmConfig
     memory: MemoryConfig
+    kernel_overhead_cycles: float = Field(default=0.0, ge=0)
+    """GPU-side cycles of a kernel with no work (launch, CTA rasterisation, drain); added to every
+    kernel's cycles. 0 where not measured."""
+    launch_overhead_us: float = Field(default=0.0, ge=0)
+    """Further host-visible time of a launch as CUDA events see it (empty-kernel event time minus the
+    GPU-side overhead); added to `time_s` only. 0 where not measured."""
     watchdog_cycles: int = Field(default=2_000_000, ge=1)
 
     @model_validator(mode="after")

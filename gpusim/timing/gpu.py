@@ -152,13 +152,13 @@ class GPU:
             repeat_cycles = remaining * per_cta
         elif remaining > 0:
             repeat_cycles = remaining / max(1, len(done)) * finish
-        return self._result_sampled(sm, memory, occ, workload, size, per_sm, active, finish + repeat_cycles,
-                                    len(ctas), repeat_cycles)
+        return self._result_sampled(sm, memory, occ, workload, size, per_sm, active,
+                                    finish + repeat_cycles + cfg.kernel_overhead_cycles, len(ctas), repeat_cycles)
 
     def _result(self, sms, memory, occ, n_ctas, workload, size) -> SimResult:
         cfg, prog = self.cfg, self.program
         extra = sum(sm.sampler.extrapolated_cycles for sm in sms if sm.sampler is not None)
-        cycles = max((sm.finish for sm in sms), default=0.0) + extra
+        cycles = max((sm.finish for sm in sms), default=0.0) + extra + cfg.kernel_overhead_cycles
         table = S.StallTable(len(prog))
         for sm in sms:
             table.add(sm.stalls)
@@ -182,7 +182,7 @@ class GPU:
         l1m = sum(sm.l1.cache.misses for sm in sms)
         return SimResult(
             workload=workload, size=size, card=cfg.card, arch=cfg.arch, kernel=prog.kernel, cycles=cycles,
-            time_s=cycles / (cfg.clock_mhz * 1e6), clock_mhz=cfg.clock_mhz,
+            time_s=cycles / (cfg.clock_mhz * 1e6) + cfg.launch_overhead_us * 1e-6, clock_mhz=cfg.clock_mhz,
             warp_instructions=issued if self.mode == "detailed" else round(issued * self._grid_ctas() / max(1, n_ctas)),
             ipc=issued / cycles / max(1, len(sms)) if cycles else 0.0, sms_used=len(sms), ctas=n_ctas,
             waves=n_ctas / (occ.ctas_per_sm * cfg.sm_count),
@@ -232,7 +232,7 @@ class GPU:
                             "iteration rate converged (never across a loop exit); SM 0's further CTAs at the "
                             "steady CTA throughput; the other SMs alike"}
         return base.model_copy(update={
-            "cycles": cycles, "time_s": cycles / (self.cfg.clock_mhz * 1e6),
+            "cycles": cycles, "time_s": cycles / (self.cfg.clock_mhz * 1e6) + self.cfg.launch_overhead_us * 1e-6,
             "warp_instructions": round(sm.issued * scale), "ipc": sm_issued / cycles if cycles else 0.0,
             "sms_used": active, "ctas": self._grid_ctas(),
             "waves": self._grid_ctas() / (occ.ctas_per_sm * self.cfg.sm_count),

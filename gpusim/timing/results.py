@@ -25,8 +25,8 @@ class SimResult(BaseModel):
     arch: str
     kernel: str
     mode: str = "detailed"
-    cycles: float
-    time_s: float
+    cycles: float  # includes the card's kernel_overhead_cycles (the cost of a kernel with no work)
+    time_s: float  # cycles at the config clock plus the card's launch_overhead_us (as CUDA events see it)
     clock_mhz: float
     warp_instructions: int
     ipc: float  # warp-instructions per cycle per SM that ran CTAs

@@ -125,11 +125,15 @@ class SM:
             self.launch(nxt, now)
 
     # ---- the process -------------------------------------------------------------------------------
+    # SMs interact only through L2/DRAM; an SM runs ahead of the event engine's clock by up to this
+    # many cycles before yielding to the others (it keeps its own clock `now`, used for every
+    # timestamp), so the engine is entered once per quantum instead of once per issuing cycle
+    QUANTUM = 64
+
     def run(self, env):
         watchdog = self.cfg.watchdog_cycles
-        last_progress = env.now
+        last_progress = now = env.now
         while self.warps:
-            now = env.now
             progressed = False
             limit = now + EPS
             for sp in self.sps:
@@ -146,9 +150,10 @@ class SM:
                 break
             if self.sampler is not None and now >= self.sampler.next_check:
                 self.sampler.check(self, now)
-            nxt = self._next_time(now)
-            yield env.timeout(nxt - now)
-        self.finish = max(env.now + 1, self.last_done)  # the SM is done when its last result lands
+            now = self._next_time(now)
+            if now - env.now >= self.QUANTUM:
+                yield env.timeout(now - env.now)
+        self.finish = max(now + 1, self.last_done)  # the SM is done when its last result lands
 
     def _next_time(self, now: float) -> float:
         """The next cycle at which any sub-partition can issue (each remembers its own)."""
@@ -196,6 +201,16 @@ class SM:
 
     def _schedule(self, sp: SubPartition, now: float) -> bool:
         limit = now + EPS
+        if self.policy == "gto":  # the common case, without the generator
+            last = sp.last
+            if last is not None and not last.done and last.ready_at <= limit and not last.at_barrier \
+                    and self._issue(sp, last, now):
+                return True
+            for w in sp.warps:
+                if w.ready_at <= limit and w is not last and not w.at_barrier and self._issue(sp, w, now):
+                    sp.last = w
+                    return True
+            return False
         for w in self._candidates(sp):
             if w.ready_at <= limit and not w.at_barrier and not w.done and self._issue(sp, w, now):
                 sp.last = w
@@ -207,14 +222,15 @@ class SM:
         ready, then to not_selected."""
         pc = w.pcs[w.pos]
         ready = w.ready_at if w.ready_at < now else now
+        rows = self.stalls.rows
         if ready > w.since:
-            self.stalls.charge(w.reason, pc, ready - w.since)
-            self.stalls.charge(S.NOT_SELECTED, pc, now - ready)
+            rows[w.reason][pc] += ready - w.since
+            rows[S.NOT_SELECTED][pc] += now - ready
             if self.timeline is not None:
                 self._record(w, w.since, ready, w.reason, pc)
                 self._record(w, ready, now, S.NOT_SELECTED, pc)
         else:
-            self.stalls.charge(S.NOT_SELECTED, pc, now - w.since)
+            rows[S.NOT_SELECTED][pc] += now - w.since
             if self.timeline is not None:
                 self._record(w, w.since, now, S.NOT_SELECTED, pc)
         w.since = now

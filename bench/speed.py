@@ -70,7 +70,7 @@ def main():
             diff = f"{(s['cycles'] - d['cycles']) / d['cycles']:+.2%}" if d else "-"
             table.add_row(name, card, str(n), f"{s['wall_s']:.1f}", f"{s['rate']:,}",
                           f"{d['wall_s']:.1f}" if d else "-", f"{d['rate']:,}" if d else "-", diff)
-    Console().print(table)
+    Console(width=170).print(table)
 
 
 if __name__ == "__main__":

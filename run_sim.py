@@ -25,17 +25,8 @@ from rich.table import Table
 
 from gpusim import REPO_ROOT
 from gpusim.timing.results import SimResult
+from gpusim.validate import GTX970_DGEMM  # the seed-000 GTX 970 table (seconds per GEMM)
 from gpusim.workloads import list_workloads
-
-# The GTX 970 DGEMM table of seed 000 (seconds per GEMM; ../shared/seeds/README.md)
-SEED_GTX970 = {
-    "dgemm_unroll": {1024: 0.017320, 2048: 0.136030, 4096: 1.081080},
-    "dgemm_unroll_128b": {1024: 0.016690, 2048: 0.132290, 4096: 1.047700},
-    "dgemm_unroll_128b_prefsmem": {1024: 0.016670, 2048: 0.131820, 4096: 1.042550},
-    "dgemm_unroll_db_128b": {1024: 0.017000, 2048: 0.135720, 4096: 1.070310},
-    "dgemm_unroll_db_128b_prefsmem": {1024: 0.016850, 2048: 0.134790, 4096: 1.068920},
-}
-
 
 def size_for(wl) -> int:
     """The smallest size >= 1024 measured on the H100 (1024 for the GEMMs, M = 2048 for C = AA^T)."""
@@ -45,8 +36,8 @@ def size_for(wl) -> int:
 
 
 def measured_time(name: str, card: str, n: int) -> tuple[float | None, str]:
-    if card == "gtx970" and name in SEED_GTX970:
-        return SEED_GTX970[name].get(n), "seed 000 (GTX 970)"
+    if card == "gtx970" and name in GTX970_DGEMM:
+        return GTX970_DGEMM[name].get(n), "seed 000 (GTX 970)"
     if card == "h100":
         path = REPO_ROOT / "validation" / "h100" / "timing" / f"{name}__n{n}.json"
         if path.exists():

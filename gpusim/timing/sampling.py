@@ -31,7 +31,7 @@ def loop_branch(program, pcs: list[int]) -> int | None:
 
 
 class Sampler:
-    def __init__(self, program, tolerance: float = 0.05, converge: int = 3, margin: int = 2,
+    def __init__(self, program, tolerance: float = 0.03, converge: int = 3, margin: int = 2,
                  min_window: float = 400.0, max_window: float = 200_000.0):
         self.program, self.tolerance, self.converge, self.margin = program, tolerance, converge, margin
         self.window = min_window

@@ -35,25 +35,44 @@ def _mem_operand(ins):
     return mem[0] if len(mem) == 1 else None
 
 
-def make_load(ins, generic, emu):
-    """LDS/LDG/LD of 4, 8 or 16 bytes into registers d..d+k: gather one unit per lane."""
+def _plan(ins, reg_op, emu):
+    """(bytes, first row, last row, locator) for a 4/8/16-byte access moving registers
+    reg_op..reg_op+k, or None when the fast path does not apply."""
     nbytes, m = _access_bytes(ins), _mem_operand(ins)
-    d = ins.dsts[0] if ins.dsts else None
-    if nbytes not in (4, 8, 16) or m is None or d is None or d.kind != "reg" or d.reg + nbytes // 4 > RZ:
+    if nbytes not in (4, 8, 16) or m is None or reg_op is None or reg_op.reg + nbytes // 4 > RZ:
         return None
     st = emu.state
-    first, last = st.row(d.reg), st.row(d.reg + nbytes // 4 - 1)
-    locate = _locator(ins, m, st, nbytes)
+    return nbytes, st.row(reg_op.reg), st.row(reg_op.reg + nbytes // 4 - 1), _locator(ins, m, st, nbytes)
+
+
+def _units(ex, locate, nbytes):
+    """(unit array, per-lane unit index) for a batch the fast path can take (addresses recorded),
+    or None: then the generic handler runs (and reports any fault)."""
+    if not whole_rows(ex):
+        return None
+    found = locate(ex)
+    if found is None:
+        return None
+    units, q, addrs = found
+    if addrs is not None:
+        ex.emu.record_addresses(ex, addrs, nbytes)
+    return units, q
+
+
+def make_load(ins, generic, emu):
+    """LDS/LDG/LD of 4, 8 or 16 bytes into registers d..d+k: gather one unit per lane."""
+    d = ins.dsts[0] if ins.dsts else None
+    plan = _plan(ins, d if d is not None and d.kind == "reg" else None, emu)
+    if plan is None:
+        return None
+    nbytes, first, last, locate = plan
+    st = emu.state
 
     def load(ex):
-        if not whole_rows(ex):
-            return generic(ex)
-        found = locate(ex)
+        found = _units(ex, locate, nbytes)
         if found is None:
             return generic(ex)
-        units, q, addrs = found
-        if addrs is not None:
-            ex.emu.record_addresses(ex, addrs, nbytes)
+        units, q = found
         for r in range(first, last + 1):
             st.forget(r)
         if first == last:
@@ -68,23 +87,17 @@ def make_load(ins, generic, emu):
 def make_store(ins, generic, emu):
     """STS/STG/ST of 4, 8 or 16 bytes from registers s..s+k: scatter one unit per lane (when two
     lanes write one address the later lane wins, as in the generic handler)."""
-    nbytes, m = _access_bytes(ins), _mem_operand(ins)
-    data = next((s for s in ins.srcs if s.kind == "reg"), None)
-    if nbytes not in (4, 8, 16) or m is None or data is None or data.reg + nbytes // 4 > RZ:
+    plan = _plan(ins, next((s for s in ins.srcs if s.kind == "reg"), None), emu)
+    if plan is None:
         return None
+    nbytes, first, last, locate = plan
     st = emu.state
-    first, last = st.row(data.reg), st.row(data.reg + nbytes // 4 - 1)
-    locate = _locator(ins, m, st, nbytes)
 
     def store(ex):
-        if not whole_rows(ex):
-            return generic(ex)
-        found = locate(ex)
+        found = _units(ex, locate, nbytes)
         if found is None:
             return generic(ex)
-        units, q, addrs = found
-        if addrs is not None:
-            ex.emu.record_addresses(ex, addrs, nbytes)
+        units, q = found
         if first == last:
             units[q] = st.R[first, ex.sel]
         else:

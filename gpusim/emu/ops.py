@@ -245,14 +245,25 @@ def iadd(ex):
     """Kepler/Maxwell add: .X adds the carry flag, a .CC destination writes it."""
     total = _term(ex, 0) + _term(ex, 1)
     if "X" in ex.ins.modifiers:
-        total = total + ex.cc().astype(np.uint64)
+        total = total + _carry_in(ex)
     _write_with_cc(ex, total)
 
 
+def _carry_in(ex):
+    """The carry an .X instruction adds: its first predicate source (sm_90), else the CC flag (sm_3x/5x)."""
+    preds = [i for i, s in enumerate(ex.ins.srcs) if s.kind in ("pred", "upred")]
+    return (ex.pred(preds[0]) if preds else ex.cc()).astype(np.uint64)
+
+
 def _write_with_cc(ex, total):
+    """Write the low word of a 33-bit sum; its carry goes to a predicate second destination
+    (sm_90 LEA/IMAD) and/or to the CC flag when the destination says .CC (sm_3x/5x)."""
     ex.write(0, (total & M32).astype(U32))
+    carry = ((total >> np.uint64(32)) & np.uint64(1)).astype(bool)
+    if len(ex.ins.dsts) > 1 and ex.ins.dsts[1].kind in ("pred", "upred"):
+        ex.write_pred(1, carry)
     if "CC" in ex.ins.dsts[0].suffix:
-        ex.write_cc(((total >> np.uint64(32)) & np.uint64(1)).astype(bool))
+        ex.write_cc(carry)
 
 
 @op("VIADD")
@@ -273,7 +284,7 @@ def iscadd(ex):
     shift = np.uint64(ex.ins.srcs[2].value)
     total = ((_term(ex, 0) << shift) & M32) + _term(ex, 1)
     if "X" in ex.ins.modifiers:
-        total = total + ex.cc().astype(np.uint64)
+        total = total + _carry_in(ex)
     _write_with_cc(ex, total)
 
 
@@ -297,13 +308,8 @@ def lea(ex):
     else:
         total = ((a << shift) & M32) + b
     if "X" in mods:
-        preds = [i for i, s in enumerate(ex.ins.srcs) if s.kind in ("pred", "upred")]
-        total = total + (ex.pred(preds[0]).astype(np.uint64) if preds else ex.cc().astype(np.uint64))
-    ex.write(0, (total & M32).astype(U32))
-    if len(ex.ins.dsts) > 1:
-        ex.write_pred(1, ((total >> np.uint64(32)) & np.uint64(1)).astype(bool))
-    if "CC" in ex.ins.dsts[0].suffix:
-        ex.write_cc(((total >> np.uint64(32)) & np.uint64(1)).astype(bool))
+        total = total + _carry_in(ex)
+    _write_with_cc(ex, total)
 
 
 @op("IMAD", "UIMAD", "IMUL", "IMUL32I", "IMAD32I")
@@ -328,13 +334,8 @@ def imad(ex):
     else:
         total = (prod & M32) + c
     if "X" in mods:
-        preds = [i for i, s in enumerate(ex.ins.srcs) if s.kind in ("pred", "upred")]
-        total = total + (ex.pred(preds[0]).astype(np.uint64) if preds else ex.cc().astype(np.uint64))
-    ex.write(0, (total & M32).astype(U32))
-    if len(ex.ins.dsts) > 1 and ex.ins.dsts[1].kind in ("pred", "upred"):
-        ex.write_pred(1, ((total >> np.uint64(32)) & np.uint64(1)).astype(bool))
-    if "CC" in ex.ins.dsts[0].suffix:
-        ex.write_cc(((total >> np.uint64(32)) & np.uint64(1)).astype(bool))
+        total = total + _carry_in(ex)
+    _write_with_cc(ex, total)
 
 
 @op("XMAD")
@@ -364,7 +365,7 @@ def xmad(ex):
         c = c + ((b_full.astype(np.uint64) << np.uint64(16)) & M32)
     total = prod + c
     if "X" in mods:
-        total = total + ex.cc().astype(np.uint64)
+        total = total + _carry_in(ex)
     if "MRG" in mods:
         total = (total & np.uint64(0xFFFF)) | ((b_full.astype(np.uint64) & np.uint64(0xFFFF)) << np.uint64(16))
     _write_with_cc(ex, total)
@@ -433,13 +434,7 @@ def lop3(ex):
     """LOP3.LUT [Pd,] d, a, b, c, lut, Pc: bitwise function given by the 8-bit truth table."""
     vals = _srcs_values(ex)
     r = _lut3(ex.u32(vals[0]), ex.u32(vals[1]), ex.u32(vals[2]), ex.ins.srcs[vals[3]].value)
-    pred_first = ex.ins.dsts[0].kind in ("pred", "upred")
-    if pred_first:
-        ex.write_pred(0, r != 0)
-        if ex.ins.dsts[1:]:
-            ex.write(1, r)
-    else:
-        ex.write(0, r)
+    _write_logic(ex, r, r != 0)
 
 
 @op("LOP", "LOP32I")
@@ -450,8 +445,13 @@ def lop(ex):
     a, b = ex.u32(vals[0]), ex.u32(vals[1])
     fn = next((m for m in mods if m in ("AND", "OR", "XOR", "PASS_B")), "AND")
     r = {"AND": a & b, "OR": a | b, "XOR": a ^ b, "PASS_B": b}[fn]
-    if ex.ins.dsts[0].kind == "pred":
-        test = (r != 0) if "NZ" in mods or "Z" not in mods else (r == 0)
+    _write_logic(ex, r, (r != 0) if "NZ" in mods or "Z" not in mods else (r == 0))
+
+
+def _write_logic(ex, r, test):
+    """LOP/LOP3 with a leading predicate destination write `test` to it and r to the register
+    after it (if any); otherwise r to the first destination."""
+    if ex.ins.dsts[0].kind in ("pred", "upred"):
         ex.write_pred(0, test)
         if ex.ins.dsts[1:]:
             ex.write(1, r)

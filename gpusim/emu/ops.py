@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusim.emu.state import U32, bits32, pack64, unpack64
+from gpusim.emu.state import U32, pack64
 
 HANDLERS: dict[str, callable] = {}
 M32 = np.uint64(0xFFFFFFFF)

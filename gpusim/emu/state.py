@@ -88,10 +88,6 @@ def f32(x):
     return np.asarray(x, dtype=U32).view(np.float32)
 
 
-def bits32(x):
-    return np.asarray(x, dtype=np.float32).view(U32)
-
-
 def pack64(lo, hi):
     return np.asarray(lo, dtype=np.uint64) | (np.asarray(hi, dtype=np.uint64) << np.uint64(32))
 
@@ -130,7 +126,7 @@ class Exec:
         st = self.st
         if op.kind == "reg":
             if op.reg == RZ:
-                return np.zeros(self.n, U32) if not self.uniform else np.zeros(self.n, U32)
+                return np.zeros(self.n, U32)
             row = st.R[st.row(op.reg + word)]
             vals = row[self.sel]
             return vals if not self.uniform else vals[::32]

@@ -101,7 +101,7 @@ class GPU:
     # ---- the run -------------------------------------------------------------------------------------
     def run(self, workload: str | None = None, size: int | None = None) -> SimResult:
         cfg, h = self.cfg, self.trace.header
-        grid, block = h["grid"], h["block"]
+        block = h["block"]
         threads = block[0] * block[1] * block[2]
         shared = self.program.shared_bytes - self.program.reserved_shared_bytes + h.get("dynamic_shared_bytes", 0)
         occ = occupancy(cfg, threads, self.program.registers, shared)
@@ -157,8 +157,7 @@ class GPU:
 
     def _result(self, sms, memory, occ, n_ctas, workload, size) -> SimResult:
         cfg, prog = self.cfg, self.program
-        extra = sum(sm.sampler.extrapolated_cycles for sm in sms if sm.sampler is not None)
-        cycles = max((sm.finish for sm in sms), default=0.0) + extra + cfg.kernel_overhead_cycles
+        cycles = max((sm.finish for sm in sms), default=0.0) + cfg.kernel_overhead_cycles
         table = S.StallTable(len(prog))
         for sm in sms:
             table.add(sm.stalls)
@@ -196,7 +195,7 @@ class GPU:
             memory={"global_load_instructions": int(gl.sum()), "l1_hits": l1h, "l1_misses": l1m,
                     "l2_hits": memory.l2.hits, "l2_misses": memory.l2.misses, "l2_bytes": memory.l2_queue.bytes,
                     "dram_bytes": memory.dram_queue.bytes},
-            mode=self.mode, sampling=self._sampling_report(sms, cycles, extra, n_ctas),
+            mode=self.mode,
             timeline=[e for sm in sms for e in (sm.timeline or [])] if self.window is not None else None,
             notes=[] if self.control_mode else ["dependencies from a register scoreboard (control codes not used)"])
 
@@ -240,21 +239,6 @@ class GPU:
             "shared": {k: (round(v * scale) if isinstance(v, int) else v) for k, v in base.shared.items()},
             "registers": {k: round(v * scale) for k, v in base.registers.items()},
             "sampling": sampling, "mode": "sampled"})
-
-    def _sampling_report(self, sms, cycles, extra, n_ctas):
-        if self.mode != "sampled":
-            return None
-        sm = sms[0] if sms else None
-        smp = sm.sampler if sm else None
-        total = self.trace.header["grid"][0] * self.trace.header["grid"][1] * self.trace.header["grid"][2]
-        return {"sms_simulated": len(sms), "ctas_simulated": n_ctas, "ctas_in_grid": total,
-                "extrapolated_cycles": round(extra, 1),
-                "extrapolated_fraction": round(extra / cycles, 4) if cycles else 0.0,
-                "extrapolated_warp_instructions": smp.extrapolated_instructions if smp else 0,
-                "fast_forwards": smp.fast_forwards if smp else 0,
-                "error_estimate": round(smp.error_estimate(cycles), 4) if smp else 0.0,
-                "what": "one SM simulated with the CTAs the dispatcher gives it, L2/DRAM bandwidth shared by "
-                        "the busy SMs; main-loop iterations fast-forwarded once the iteration rate converged"}
 
 
 def simulate(program, trace, cfg, workload: str | None = None, size: int | None = None,

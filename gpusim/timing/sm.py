@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 
 from gpusim.errors import GpusimError
 from gpusim.timing import stalls as S
-from gpusim.timing.static import ALU, BAR, BRANCH, CMEM, DEPBAR, EXIT, GLOAD, GSTORE, NOP, SMEM  # noqa: F401
+from gpusim.timing.static import BAR, BRANCH, CMEM, DEPBAR, EXIT, GLOAD, GSTORE, SMEM
 
 EPS = 1e-9
 
@@ -93,7 +92,6 @@ class SM:
         self.finish = 0.0
         self.last_done = 0.0  # latest completion of any issued instruction (results, stores)
         self.smem_wavefronts = 0
-        self.fp32_shared = cfg.sm.fp32_lanes_shared_per_sm
         self.sampler = gpu.make_sampler()  # None in detailed mode
         self.timeline = [] if gpu.window is not None else None  # events for the Perfetto view
         self.window = gpu.window

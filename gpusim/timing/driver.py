@@ -10,6 +10,8 @@ def run_workload(workload: str, gpu: str, size: int, mode: str = "detailed", ove
     from gpusim.config import apply_overrides, load_gpu
     from gpusim.emu.run import emulate
     from gpusim.timing.gpu import simulate
+    from gpusim.timing.sampling import KEEP_HEAD, KEEP_TAIL
+    from gpusim.trace.elide import TraceTooShort
     from gpusim.trace import DynamicTrace
     from gpusim.workloads import find_workload
 
@@ -23,10 +25,19 @@ def run_workload(workload: str, gpu: str, size: int, mode: str = "detailed", ove
         raise SpecError(f"size {size} is not among the sizes workload {wl.name} supports: {wl.sizes}")
     ctas = sampled_ctas(wl, size, cfg) if mode == "sampled" else None
     emu, _ = emulate(wl, cfg.arch, size, ctas=ctas)
-    trace = DynamicTrace.from_emulator(emu, workload=wl.name, size=size)
-    return simulate(emu.program, trace, cfg, workload=wl.name, size=size,
-                    honour_control_codes=honour_control_codes, window=window, mode=mode,
-                    footprint_bytes=input_bytes(wl, size))
+    # sampled mode fast-forwards over most main-loop iterations: the trace leaves them out, unless
+    # the loop does not converge early enough, in which case the full trace is built and timed
+    keep = (KEEP_HEAD, KEEP_TAIL) if mode == "sampled" else None
+    while True:
+        trace = DynamicTrace.from_emulator(emu, workload=wl.name, size=size, keep_loop=keep)
+        try:
+            return simulate(emu.program, trace, cfg, workload=wl.name, size=size,
+                            honour_control_codes=honour_control_codes, window=window, mode=mode,
+                            footprint_bytes=input_bytes(wl, size))
+        except TraceTooShort:
+            if trace.elision is None:
+                raise
+            keep = None
 
 
 def input_bytes(wl, size: int) -> int:

@@ -77,6 +77,10 @@ class GPU:
         """Sampled mode: (input footprint / busy SMs) / distinct sectors this SM loads."""
         if not self.footprint_bytes:
             return None
+        el = self.trace.elision
+        if el is not None and self._sector_shift >= 5:  # the trace kept every load's sectors
+            n = len(np.unique(el.load_sectors32 >> np.uint64(self._sector_shift - 5)))
+            return min(1.0, self.footprint_bytes / self.cfg.memory.l1.sector_bytes / active / n) if n else None
         rec = self.trace.records
         loads = np.array([s.kind == GLOAD for s in self.static])[rec["pc_index"]] & (rec["mem_row"] >= 0)
         rows = rec["mem_row"][loads]
@@ -88,12 +92,28 @@ class GPU:
         share = self.footprint_bytes / self.cfg.memory.l1.sector_bytes / active
         return min(1.0, share / len(sectors))
 
+    def _executed(self) -> np.ndarray:
+        """Warp instructions executed per instruction index (the trace's, plus any it left out)."""
+        executed = np.bincount(self.trace.records["pc_index"], minlength=len(self.program))
+        el = self.trace.elision
+        return executed if el is None else executed + el.pc_counts
+
+    def _record_weights(self, executed) -> np.ndarray:
+        """Per trace record: how many executed instructions it stands for. 1 for a full trace; with
+        left-out loop iterations, a record of instruction i stands for executed[i] / recorded[i] (the
+        left-out executions are assumed to cost what the recorded ones of the same instruction cost)."""
+        pcs = self.trace.records["pc_index"]
+        if self.trace.elision is None:
+            return np.ones(len(pcs))
+        recorded = np.bincount(pcs, minlength=len(self.program))
+        return (executed / np.maximum(recorded, 1))[pcs]
+
     def _grid_ctas(self) -> int:
         g = self.trace.header["grid"]
         return g[0] * g[1] * g[2]
 
     def make_sampler(self):
-        return Sampler(self.program) if self.mode == "sampled" else None
+        return Sampler(self.program, elision=self.trace.elision) if self.mode == "sampled" else None
 
     def next_cta(self):
         return self.cta_queue.pop(0) if self.cta_queue else None
@@ -143,6 +163,7 @@ class GPU:
         memory = MemorySystem(cfg, cfg.clock_mhz, share=1.0 / active)
         memory.dram_fraction = self._dram_fraction(active)
         sm = self._simulate([SM(0, self, L1(cfg, memory))], ctas, occ)[0]
+        sm.sampler.check_gaps_crossed(self.trace.warp_ids.tolist())
         done = sorted(sm.cta_finish)
         finish = sm.finish + sm.sampler.extrapolated_cycles
         remaining = per_sm - len(ctas)
@@ -163,7 +184,8 @@ class GPU:
             table.add(sm.stalls)
         issued = sum(sm.issued for sm in sms)
         rec = self.trace.records
-        executed = np.bincount(rec["pc_index"], minlength=len(prog))
+        executed = self._executed()
+        weight = self._record_weights(executed)
         per_pc = [PcStalls(address=prog.instructions[pc].address, text=prog.instructions[pc].text,
                            executed=int(executed[pc]), stalls={k: round(v, 1) for k, v in reasons.items()})
                   for pc, reasons in sorted(table.per_pc().items())]
@@ -175,8 +197,8 @@ class GPU:
                     pipes[p] = pipes.get(p, 0.0) + busy
         smem = np.array([s.kind == SMEM for s in self.static])[rec["pc_index"]]
         gl = np.array([s.kind == GLOAD for s in self.static])[rec["pc_index"]]
-        wavefronts = int(self.cols["smem_wavefronts"][smem].sum())
-        conflicts = int(self.cols["smem_conflicts"][smem].sum())
+        wavefronts = round(float((self.cols["smem_wavefronts"] * weight)[smem].sum()))
+        conflicts = round(float((self.cols["smem_conflicts"] * weight)[smem].sum()))
         l1h = sum(sm.l1.cache.hits for sm in sms)
         l1m = sum(sm.l1.cache.misses for sm in sms)
         return SimResult(
@@ -188,11 +210,11 @@ class GPU:
             occupancy={"ctas_per_sm": occ.ctas_per_sm, "warps_per_sm": occ.warps_per_sm, "limiter": occ.limiter},
             stalls={k: round(v, 1) for k, v in table.totals().items()}, stalls_per_pc=per_pc,
             pipe_utilisation={p: round(b / (cycles * n_sp), 4) if cycles else 0.0 for p, b in sorted(pipes.items())},
-            shared={"accesses": int(smem.sum()), "wavefronts": wavefronts, "bank_conflicts": conflicts,
+            shared={"accesses": round(float(weight[smem].sum())), "wavefronts": wavefronts, "bank_conflicts": conflicts,
                     "simulated_wavefronts": int(sum(sm.smem_wavefronts for sm in sms))},
-            registers={"bank_conflict_cycles": int(self.cols["reg_conflict_cycles"].sum()),
-                       "reuse_hits": int(self.cols["reuse_hits"].sum())},
-            memory={"global_load_instructions": int(gl.sum()), "l1_hits": l1h, "l1_misses": l1m,
+            registers={"bank_conflict_cycles": round(float((self.cols["reg_conflict_cycles"] * weight).sum())),
+                       "reuse_hits": round(float((self.cols["reuse_hits"] * weight).sum()))},
+            memory={"global_load_instructions": round(float(weight[gl].sum())), "l1_hits": l1h, "l1_misses": l1m,
                     "l2_hits": memory.l2.hits, "l2_misses": memory.l2.misses, "l2_bytes": memory.l2_queue.bytes,
                     "dram_bytes": memory.dram_queue.bytes},
             mode=self.mode,
@@ -214,8 +236,7 @@ class GPU:
             for i, v in enumerate(row):
                 row[i] = v * factor
         scale = self._grid_ctas() / max(1, n_traced)  # counters of the traced CTAs -> the grid
-        rec = self.trace.records
-        executed = np.bincount(rec["pc_index"], minlength=len(self.program))
+        executed = self._executed()
         per_pc = [PcStalls(address=self.program.instructions[pc].address, text=self.program.instructions[pc].text,
                            executed=int(round(executed[pc] * scale)), stalls={k: round(v, 1) for k, v in r.items()})
                   for pc, r in sorted(table.per_pc().items())]
@@ -225,11 +246,14 @@ class GPU:
                     "extrapolated_loop_cycles": round(smp.extrapolated_cycles, 1),
                     "extrapolated_cta_cycles": round(repeat_cycles, 1),
                     "extrapolated_fraction": round((smp.extrapolated_cycles + repeat_cycles) / cycles, 4) if cycles else 0.0,
-                    "fast_forwards": smp.fast_forwards, "error_estimate": round(smp.error_estimate(sim_cycles), 4),
+                    "fast_forwards": smp.fast_forwards,
+                    "trace_left_out_instructions": 0 if self.trace.elision is None else int(self.trace.elision.pc_counts.sum()), "error_estimate": round(smp.error_estimate(sim_cycles), 4),
                     "what": "SM 0 simulated with its first CTAs (up to two waves, refilled as they finish) and "
                             "1/busy SMs of L2/DRAM bandwidth; main-loop iterations fast-forwarded once the "
                             "iteration rate converged (never across a loop exit); SM 0's further CTAs at the "
-                            "steady CTA throughput; the other SMs alike"}
+                            "steady CTA throughput; the other SMs alike; the trace leaves out the main-loop iterations "
+                            "that are fast-forwarded over (their shared/register counters are estimated per "
+                            "instruction from the recorded iterations)"}
         return base.model_copy(update={
             "cycles": cycles, "time_s": cycles / (self.cfg.clock_mhz * 1e6) + self.cfg.launch_overhead_us * 1e-6,
             "warp_instructions": round(sm.issued * scale), "ipc": sm_issued / cycles if cycles else 0.0,

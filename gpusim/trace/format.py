@@ -55,6 +55,7 @@ from pathlib import Path
 import numpy as np
 
 from gpusim.errors import TraceFormatError
+from gpusim.trace.elide import GLOBAL_LOAD_OPCODES, distinct_sectors32, elide_records
 
 TRACE_FORMAT = "gpusim-dynamic-trace"
 TRACE_FORMAT_VERSION = 1
@@ -84,11 +85,15 @@ class DynamicTrace:
         w = records["warp"]
         self._warp_ids, self._starts = np.unique(w, return_index=True)
         self._ends = np.append(self._starts[1:], len(records)).astype(np.int64)
+        self.elision = None  # an Elision when main-loop iterations were left out (sampled mode)
 
     # ---- construction --------------------------------------------------------------------------
     @classmethod
-    def from_emulator(cls, emu, workload: str | None = None, size: int | None = None) -> "DynamicTrace":
-        """Build the trace from a finished `Emulator` run with `record=True` (vectorised over steps)."""
+    def from_emulator(cls, emu, workload: str | None = None, size: int | None = None,
+                      keep_loop: tuple[int, int] | None = None) -> "DynamicTrace":
+        """Build the trace from a finished `Emulator` run with `record=True` (vectorised over steps).
+        `keep_loop=(head, tail)` keeps only the first `head` and last `tail` main-loop iterations of
+        each warp (sampled mode; see `gpusim.trace.elide`); the trace's `elision` says what was left out."""
         log = emu.log
         n_steps = len(log.pcs)
         if n_steps == 0:
@@ -99,45 +104,55 @@ class DynamicTrace:
         counts = np.fromiter((len(w) for w in log.warps), dtype=np.int64, count=n_steps)
         local = np.concatenate(log.warps).astype(np.int64)
         ctas = np.asarray(emu.ctas, dtype=np.int64)
-        gwarp = ctas[np.asarray(emu.warp_cta)[local]] * wpc + local % wpc
-        pcs = np.repeat(np.asarray(log.pcs, dtype=np.int64), counts)
-        active = np.concatenate(log.masks).astype(np.uint32)
-
+        n_local = len(emu.warp_cta)
+        gwarp_of_local = ctas[np.asarray(emu.warp_cta)] * wpc + np.arange(n_local) % wpc
         exec_src = log.exec_masks
         exec_exact = exec_src is not None and len(exec_src) == n_steps
-        if exec_exact:
-            exec_mask = np.concatenate(exec_src).astype(np.uint32) & active
-        else:
-            exec_mask = active.copy()
 
         # memory steps: their records take consecutive address rows, in step order
         mem_steps = np.array(sorted(log.mem), dtype=np.int64)
+        step_rows = counts[mem_steps]  # address rows per memory step
+        if any(log.mem[s][0].shape[0] != c for s, c in zip(mem_steps, step_rows)):
+            raise TraceFormatError("emulator log's address rows do not match its memory records", program.kernel)
         is_mem_step = np.zeros(n_steps, dtype=bool)
         is_mem_step[mem_steps] = True
+        mem_row = np.full(len(local), -1, dtype=np.int64)
         is_mem = np.repeat(is_mem_step, counts)
-        n_mem = int(is_mem.sum())
-        mem_row = np.full(len(pcs), -1, dtype=np.int64)
-        mem_row[is_mem] = np.arange(n_mem)
-        if n_mem:
-            addresses = np.concatenate([log.mem[s][0] for s in mem_steps]).astype(np.uint64).reshape(-1, 32)
-            access_bytes = np.repeat(np.array([log.mem[s][1] for s in mem_steps], dtype=np.uint8),
-                                     counts[mem_steps])
+        mem_row[is_mem] = np.arange(int(is_mem.sum()))
+
+        # records to keep (all, or all but the left-out main-loop iterations), and the steps holding them
+        keep = elision = None
+        if keep_loop is not None and exec_exact:
+            keep, elision = elide_records(program, log, counts, local, gwarp_of_local, *keep_loop)
+        if keep is not None:
+            step_kept = np.add.reduceat(keep, np.r_[0, np.cumsum(counts)[:-1]]) > 0
+            in_kept_steps = np.repeat(step_kept, counts)
+            elision.load_sectors32 = _load_sectors(program, log, mem_steps, counts)
+            sub = keep[in_kept_steps]  # kept records among the records of kept steps
+            local, mem_row = local[keep], mem_row[keep]
+            pick = lambda arrays: np.concatenate([a for a, f in zip(arrays, step_kept) if f])[sub]  # noqa: E731
+            pcs = np.repeat(np.asarray(log.pcs, dtype=np.int64)[step_kept], counts[step_kept])[sub]
         else:
-            addresses = np.zeros((0, 32), np.uint64)
-            access_bytes = np.zeros(0, np.uint8)
-        if addresses.shape[0] != n_mem:
-            raise TraceFormatError(f"emulator log has {addresses.shape[0]} address rows for {n_mem} memory "
-                                   "records", program.kernel)
-        if not exec_exact:
-            # without the guard capture the best evidence for memory lanes is the recorded address
-            guarded = np.array([ins.guard is not None and not (ins.guard == 7 and not ins.guard_negated)
-                                for ins in program.instructions], dtype=bool)[pcs]
-            sel = np.flatnonzero(is_mem & guarded)
-            lanes = addresses[mem_row[sel]] != 0
-            exec_mask[sel] &= np.packbits(lanes, axis=1, bitorder="little").view(np.uint32).ravel()
+            pick = np.concatenate  # noqa: E731
+            pcs = np.repeat(np.asarray(log.pcs, dtype=np.int64), counts)
+        gwarp = gwarp_of_local[local]
+        active = pick(log.masks).astype(np.uint32)
+        exec_mask = pick(exec_src).astype(np.uint32) & active if exec_exact else active.copy()
 
         order = np.argsort(gwarp, kind="stable")  # steps are in time order: stable sort keeps it per warp
         gw = gwarp[order]
+        # address rows of the kept memory records, gathered from the steps that hold them
+        old_rows = mem_row[order]
+        has = old_rows >= 0
+        addresses, access_bytes = _gather_rows(log, mem_steps, step_rows, old_rows[has])
+        if not exec_exact:
+            # without the guard capture the best evidence for memory lanes is the recorded address
+            guarded = np.array([ins.guard is not None and not (ins.guard == 7 and not ins.guard_negated)
+                                for ins in program.instructions], dtype=bool)[pcs[order][has]]
+            lanes = addresses[guarded] != 0
+            fixed = exec_mask[order[has][guarded]] & np.packbits(lanes, axis=1, bitorder="little").view(np.uint32).ravel()
+            exec_mask[order[has][guarded]] = fixed
+
         first = np.r_[True, gw[1:] != gw[:-1]]
         start_of = np.maximum.accumulate(np.where(first, np.arange(len(gw)), 0))
         records = np.empty(len(gw), dtype=RECORD_DTYPE)
@@ -146,13 +161,9 @@ class DynamicTrace:
         records["pc_index"] = pcs[order]
         records["active_mask"] = active[order]
         records["exec_mask"] = exec_mask[order]
-        old_rows = mem_row[order]
-        has = old_rows >= 0
         new_rows = np.full(len(gw), -1, dtype=np.int64)
-        new_rows[has] = np.arange(n_mem)
+        new_rows[has] = np.arange(int(has.sum()))
         records["mem_row"] = new_rows
-        addresses = addresses[old_rows[has]]
-        access_bytes = access_bytes[old_rows[has]]
         exec_of_mem = records["exec_mask"][has]
         lane_bits = ((exec_of_mem[:, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
         addresses = np.where(lane_bits, addresses, np.uint64(0))
@@ -160,7 +171,9 @@ class DynamicTrace:
         header = make_header(program, launch.grid, launch.block, launch.dynamic_shared_bytes, wpc,
                              sorted(int(c) for c in emu.ctas), workload=workload, size=size, source="emulator",
                              exec_mask_exact=bool(exec_exact), active_mask_exact=True)
-        return cls(header, records, np.ascontiguousarray(addresses), access_bytes)
+        trace = cls(header, records, np.ascontiguousarray(addresses), access_bytes)
+        trace.elision = elision
+        return trace
 
     # ---- queries ---------------------------------------------------------------------------------
     @property
@@ -225,6 +238,9 @@ class DynamicTrace:
     def save(self, path) -> Path:
         """Write the trace to `path` (exactly that name; `.npz` recommended)."""
         path = Path(path)
+        if self.elision is not None:
+            raise TraceFormatError("a trace with left-out loop iterations (sampled mode) cannot be saved; "
+                                   "build it without keep_loop", str(path))
         with open(path, "wb") as f:
             np.savez_compressed(f, header=np.array(json.dumps(self.header, sort_keys=True)), records=self.records,
                                 addresses=self.addresses, access_bytes=self.access_bytes)
@@ -296,3 +312,32 @@ def make_header(program, grid, block, dynamic_shared_bytes: int, warps_per_cta: 
         "exec_mask_exact": bool(exec_mask_exact),
         "active_mask_exact": bool(active_mask_exact),
     }
+
+
+def _gather_rows(log, mem_steps: np.ndarray, step_rows: np.ndarray, rows: np.ndarray):
+    """(addresses (len(rows), 32) uint64, bytes per lane) of the memory rows `rows` (numbered in
+    step order), concatenating only the logged steps that hold one of them."""
+    if not len(rows):
+        return np.zeros((0, 32), np.uint64), np.zeros(0, np.uint8)
+    step_of_row = np.repeat(np.arange(len(mem_steps)), step_rows)
+    row_start = np.r_[0, np.cumsum(step_rows)[:-1]]
+    need = np.unique(step_of_row[rows])
+    block_start = np.zeros(len(mem_steps), dtype=np.int64)
+    block_start[need] = np.r_[0, np.cumsum(step_rows[need])[:-1]]
+    block = np.concatenate([log.mem[int(mem_steps[j])][0] for j in need]).astype(np.uint64).reshape(-1, 32)
+    j = step_of_row[rows]
+    addresses = block[block_start[j] + rows - row_start[j]]
+    nbytes = np.array([log.mem[int(s)][1] for s in mem_steps], dtype=np.uint8)
+    return addresses, nbytes[j]
+
+
+def _load_sectors(program, log, mem_steps, counts) -> np.ndarray:
+    """Distinct 32-byte sectors read by every global-load record of the log (kept or not)."""
+    is_load = np.array([ins.opcode in GLOBAL_LOAD_OPCODES for ins in program.instructions], dtype=bool)
+    steps = [int(s) for s in mem_steps if is_load[log.pcs[s]]]
+    if not steps:
+        return np.zeros(0, np.uint64)
+    addresses = np.concatenate([log.mem[s][0] for s in steps]).astype(np.uint64).reshape(-1, 32)
+    masks = np.concatenate([log.exec_masks[s] & log.masks[s] for s in steps]).astype(np.uint32)
+    bits = ((masks[:, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
+    return distinct_sectors32(np.where(bits, addresses, np.uint64(0)))

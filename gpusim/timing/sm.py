@@ -7,18 +7,27 @@ memory hierarchy) is resolved analytically when the producing instruction issues
 Dependencies follow the compiler's control codes (stall counts, scoreboard barriers; sm_5x and
 sm_90) or, with `honour_control_codes: false` and on Kepler, a register scoreboard using the unit
 latencies of the config.
+
+The loop runs once per attempt to issue, so it reads per-instruction facts prepared once per GPU
+(`static.IssueFacts`: pipes as list indices, an instruction's fields as one tuple) and keeps its
+clock a float (ints mixed with the floats of latencies and queues make slower arithmetic), except
+when it records a timeline, whose events keep the integer cycle numbers they have always had.
 """
 
 from __future__ import annotations
 
 import math
-
+import operator
+import weakref
 
 from gpusim.errors import GpusimError
 from gpusim.timing import stalls as S
-from gpusim.timing.static import BAR, BRANCH, CMEM, DEPBAR, EXIT, GLOAD, GSTORE, SMEM
+from gpusim.timing.static import BAR, BRANCH, CMEM, GLOAD, SMEM, IssueFacts
 
 EPS = 1e-9
+
+_release = operator.itemgetter(0)  # of a scoreboard entry (release cycle, long?)
+_FACTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # GPU -> IssueFacts, shared by its SMs
 
 
 class Warp:
@@ -48,20 +57,26 @@ class CTA:
 
 
 class SubPartition:
-    __slots__ = ("index", "warps", "pipes", "dispatch_free", "last", "lsu_inflight", "issued", "pipe_busy", "wake",
-                 "dirty")
+    __slots__ = ("index", "warps", "pipe_names", "pipes", "busy", "dispatch_free", "last", "order", "lsu_inflight",
+                 "wake", "dirty")
 
-    def __init__(self, index):
+    def __init__(self, index, pipe_names):
         self.index = index
         self.warps: list[Warp] = []
-        self.pipes: dict[str, float] = {}
+        self.pipe_names = pipe_names  # pipe id -> name (IssueFacts)
+        self.pipes = [0.0] * len(pipe_names)  # per pipe id: the cycle it accepts its next instruction
+        self.busy = [0.0] * len(pipe_names)  # per pipe id: cycles busy so far
         self.dispatch_free = 0.0
-        self.last = None
+        self.last = None  # the warp that issued last
+        self.order = None  # gto: its warps in the order the scheduler tries them (None: to be worked out)
         self.lsu_inflight: list[float] = []
-        self.issued = 0
-        self.pipe_busy: dict[str, float] = {}
         self.wake = 0.0  # earliest cycle at which one of its warps can issue
         self.dirty = True  # its warps changed since `wake` was computed
+
+    @property
+    def pipe_busy(self) -> dict[str, float]:
+        """Busy cycles per pipe, for the pipes that issued anything."""
+        return {name: b for name, b in zip(self.pipe_names, self.busy) if b}
 
 
 class SM:
@@ -69,10 +84,25 @@ class SM:
         self.index, self.gpu, self.l1 = index, gpu, l1
         cfg = gpu.cfg
         self.cfg = cfg
-        self.sps = [SubPartition(i) for i in range(cfg.sm.sub_partitions)]
         self.static = gpu.static
         self.control_mode = gpu.control_mode
         self.dual = cfg.sm.scheduler.dual_issue
+        # the clock's type: a float (faster arithmetic with the float latencies and queue times), but
+        # an int with a timeline, whose events keep the integer cycle numbers they have always had
+        self.tick = int if gpu.window is not None else float
+        try:
+            facts = _FACTS.get(gpu)
+        except TypeError:  # not a GPU that can be cached by
+            facts = None
+        if facts is None:
+            facts = IssueFacts(self.static, self.control_mode, self.dual, self.tick)
+            try:
+                _FACTS[gpu] = facts
+            except TypeError:
+                pass
+        self.facts = facts
+        self.execute_facts, self.operand_wait = facts.execute, facts.operand_wait  # read per instruction
+        self.sps = [SubPartition(i, facts.pipe_names) for i in range(cfg.sm.sub_partitions)]
         self.policy = cfg.sm.scheduler.policy
         self.smem_free = 0.0
         self.l1_free = 0.0  # the L1/texture tag stage: one cycle per distinct line of an access
@@ -88,7 +118,8 @@ class SM:
         self.cta_finish: list[float] = []
         self.warps: list[Warp] = []
         self.age = 0
-        self.issued = 0
+        self.issued = 0  # warp instructions issued (and any the sampler fast-forwarded over)
+        self.changed = True  # some sub-partition's warps changed outside its scheduling turn (see `run`)
         self.finish = 0.0
         self.last_done = 0.0  # latest completion of any issued instruction (results, stores)
         self.smem_wavefronts = 0
@@ -106,9 +137,10 @@ class SM:
             self.age += 1
             cta.warps.append(warp)
             if not warp.done:
-                sp.dirty = True
+                sp.dirty = self.changed = True
                 cta.live += 1
                 sp.warps.append(warp)
+                sp.order = None
                 self.warps.append(warp)
         self.ctas.append(cta)
         if cta.live == 0:
@@ -129,16 +161,110 @@ class SM:
     QUANTUM = 64
 
     def run(self, env):
-        watchdog = self.cfg.watchdog_cycles
-        last_progress = now = env.now
+        """The SM steps from one issue cycle to the next. In a step, each sub-partition whose `wake`
+        has come takes its turn, in index order:
+
+        - its scheduler tries its ready warps in policy order (`_candidates`); the first one that no
+          pipe or queue throttles issues (`_execute`). A warp is throttled while its pipe is still busy
+          with earlier instructions (math_pipe_throttle) or the queue its access enters is full
+          (`_queue_full`), and then waits until they free;
+        - every warp tried is first charged its cycles since its last state change: to the reason
+          it waited for until it became ready, then to not_selected (`selected` when it issues);
+        - then it works out its next `wake` (`_wake`; when none issued, from the warps it passed).
+
+        A sub-partition whose warps changed outside its turn (a barrier release, an exit, a CTA
+        launch: `changed`) is caught up after all turns. Between steps the sampler (sampled mode)
+        may look at the SM and move warps on. The next step is the earliest `wake`.
+
+        This loop runs once per attempt to issue, so it keeps what it reads in locals."""
+        watchdog, quantum = self.cfg.watchdog_cycles, self.QUANTUM
+        sps, sampler, timeline, execute = self.sps, self.sampler, self.timeline, self._execute
+        complete = self.policy != "two_level"  # the policy's order holds all the sub-partition's warps
+        attempt, pairs = self.facts.attempt, self.facts.pairs
+        rows = self.stalls.rows
+        SELECTED, NOT_SELECTED, MATH = S.SELECTED, S.NOT_SELECTED, S.MATH
+        float_clock, one = self.tick is float, self.tick(1)
+        INF = math.inf
+        next_check = sampler.next_check if sampler is not None else INF  # the sampler's next look
+        last_progress = now = clock = self.tick(env.now)  # `clock`: the engine's time, which moves only while we yield
         while self.warps:
             progressed = False
             limit = now + EPS
-            for sp in self.sps:
-                if sp.wake <= limit:
-                    sp.dirty = True
-                    if sp.dispatch_free <= limit and sp.warps and self._schedule(sp, now):
-                        progressed = True
+            floor = now + one
+            bound = floor - EPS  # a pipe busy beyond this throttles
+            best = INF
+            for sp in sps:
+                wake = sp.wake
+                if wake <= limit:
+                    # ---- the sub-partition's turn: its scheduler tries its warps ----
+                    wake = INF  # the earliest ready time of its warps not at a barrier, as they are passed
+                    rescan = True  # whether to work that out from all its warps after the turn
+                    if sp.dispatch_free <= limit:
+                        rescan = not complete  # two_level tries some of its warps only
+                        pipes = sp.pipes
+                        for w in sp.order or self._candidates(sp):  # (`order` is kept for gto only)
+                            if w.at_barrier:
+                                continue
+                            if w.ready_at > limit:
+                                if w.ready_at < wake:
+                                    wake = w.ready_at
+                                continue
+                            pc = w.pcs[w.pos]
+                            pipe, queue = attempt[pc]
+                            until = pipes[pipe]
+                            if until > bound:
+                                throttle = MATH
+                            elif queue:
+                                throttle, until = self._queue_full(sp, queue, now)
+                            else:
+                                throttle = 0
+                            # charge its cycles since its last state change (`since` <= `ready_at`, and
+                            # `since` <= `now`; charges of 0 cycles are left out)
+                            since, ready = w.since, w.ready_at
+                            if ready >= now:  # ready only now
+                                if now > since:
+                                    rows[w.reason][pc] += now - since
+                            elif ready > since:
+                                rows[w.reason][pc] += ready - since
+                                rows[NOT_SELECTED][pc] += now - ready
+                            else:
+                                rows[NOT_SELECTED][pc] += now - since
+                            if timeline is not None:
+                                self._record_wait(w, since, ready if ready < now else now, now, pc)
+                            if throttle:
+                                w.since = now
+                                w.ready_at, w.reason = until, throttle
+                                if until < wake:
+                                    wake = until
+                                continue
+                            # it issues: one `selected` cycle; a dual-issue partner may go with it
+                            rows[SELECTED][pc] += 1.0
+                            if timeline is not None:
+                                self._record(w, now, floor, SELECTED, pc)
+                            w.since = floor
+                            if w is not sp.last:
+                                sp.last, sp.order = w, None
+                            execute(sp, w, pc, now)
+                            if pairs[pc] and not w.done and not w.at_barrier:
+                                self._second_issue(sp, w, pc, now)
+                            progressed = rescan = True
+                            break
+                    # ---- its next wake (`_wake`) ----
+                    if rescan:
+                        wake = INF
+                        for w in sp.warps:
+                            if w.ready_at < wake and not w.at_barrier:
+                                wake = w.ready_at
+                    if wake < floor:
+                        wake = floor
+                    if sp.dispatch_free > wake:
+                        wake = sp.dispatch_free
+                    sp.wake = wake
+                    sp.dirty = False
+                if wake < best:
+                    best = wake
+            if self.changed:
+                best = self._catch_up(now)
             if progressed:
                 last_progress = now
             elif now - last_progress > watchdog:
@@ -146,92 +272,83 @@ class SM:
                                   f"{now:.0f} ({len(self.warps)} warps resident)")
             if not self.warps:
                 break
-            if self.sampler is not None and now >= self.sampler.next_check:
-                self.sampler.check(self, now)
-            now = self._next_time(now)
-            if now - env.now >= self.QUANTUM:
-                yield env.timeout(now - env.now)
+            if now >= next_check:
+                sampler.check(self, now)
+                rows, next_check = self.stalls.rows, sampler.next_check
+            if best == INF:
+                raise GpusimError(f"deadlock: SM {self.index}: every resident warp waits at a barrier")
+            now = -((EPS - best) // 1.0) if float_clock else math.ceil(best - EPS)  # the cycle `best` falls in
+            if now - clock >= quantum:
+                yield env.timeout(now - clock)
+                clock = env.now
         self.finish = max(now + 1, self.last_done)  # the SM is done when its last result lands
 
-    def _next_time(self, now: float) -> float:
-        """The next cycle at which any sub-partition can issue (each remembers its own)."""
-        floor = now + 1
+    def _wake(self, sp: SubPartition, now: float) -> float:
+        """The earliest cycle after `now` at which the sub-partition can issue: its first warp to be
+        ready (warps at a barrier wait for the release), once its dispatch port is free."""
+        wake = math.inf
+        for w in sp.warps:
+            if w.ready_at < wake and not w.at_barrier:
+                wake = w.ready_at
+        if wake < now + 1:
+            wake = now + 1
+        if sp.dispatch_free > wake:
+            wake = sp.dispatch_free
+        return wake
+
+    def _catch_up(self, now: float) -> float:
+        """Work out `wake` again for the sub-partitions whose warps changed; the earliest of all."""
+        self.changed = False
         best = math.inf
         for sp in self.sps:
-            if not sp.dirty:  # nothing changed for it: its wake time stands (and is in the future)
-                if sp.wake < best:
-                    best = sp.wake
-                continue
-            sp.dirty = False
-            wake = math.inf
-            for w in sp.warps:
-                if not w.at_barrier:
-                    t = w.ready_at if w.ready_at > floor else floor
-                    if t < wake:
-                        wake = t
-            if sp.dispatch_free > wake:
-                wake = sp.dispatch_free
-            sp.wake = wake
-            if wake < best:
-                best = wake
-        if best == math.inf:
-            raise GpusimError(f"deadlock: SM {self.index}: every resident warp waits at a barrier")
-        return math.ceil(best - EPS)
+            if sp.dirty:
+                sp.dirty = False
+                sp.wake = self._wake(sp, now)
+            if sp.wake < best:
+                best = sp.wake
+        return best
 
     # ---- scheduling ------------------------------------------------------------------------------------
-    def _candidates(self, sp: SubPartition):
+    def _candidates(self, sp: SubPartition) -> list[Warp]:
         """Warps in the order the policy considers them. `sp.warps` is kept in age order.
-        gto: the last issuing warp first, then the oldest; lrr: round robin after the last issuer;
-        two_level: the oldest `two_level_active_warps` warps not waiting on global memory."""
+        gto: the last issuing warp first, then the oldest (kept in `sp.order` until either changes);
+        lrr: round robin after the last issuer; two_level: the oldest `two_level_active_warps` warps
+        not waiting on global memory."""
         ws = sp.warps
         last = sp.last
         if self.policy == "gto":
-            if last is not None and not last.done:
-                yield last
-            yield from ws
-        elif self.policy == "lrr":
+            if sp.order is None:
+                sp.order = [last] + [w for w in ws if w is not last] if last is not None and not last.done else ws[:]
+            return sp.order
+        if self.policy == "lrr":
             i = ws.index(last) + 1 if last is not None and not last.done else 0
-            yield from ws[i:]
-            yield from ws[:i]
-        else:
-            n = self.cfg.sm.scheduler.two_level_active_warps
-            yield from [w for w in ws if w.reason != S.LONG_SB][:n]
+            return ws[i:] + ws[:i]
+        n = self.cfg.sm.scheduler.two_level_active_warps
+        return [w for w in ws if w.reason != S.LONG_SB][:n]
 
-    def _schedule(self, sp: SubPartition, now: float) -> bool:
-        limit = now + EPS
-        if self.policy == "gto":  # the common case, without the generator
-            last = sp.last
-            if last is not None and not last.done and last.ready_at <= limit and not last.at_barrier \
-                    and self._issue(sp, last, now):
-                return True
-            for w in sp.warps:
-                if w.ready_at <= limit and w is not last and not w.at_barrier and self._issue(sp, w, now):
-                    sp.last = w
-                    return True
-            return False
-        for w in self._candidates(sp):
-            if w.ready_at <= limit and not w.at_barrier and not w.done and self._issue(sp, w, now):
-                sp.last = w
-                return True
-        return False
+    def _queue_full(self, sp: SubPartition, queue: int, now: float) -> tuple[int, float]:
+        """Queue throttles: a shared-memory access waits while the MIO queue holds more than
+        `mio_queue_depth` cycles of work (mio_throttle); a global access while `lsu_queue_depth`
+        accesses are in flight or the L1 tag stage is that many cycles behind (lg_throttle).
+        (stall reason, cycle it may try again), or (0, _) if it may go."""
+        if queue == SMEM:
+            if self.smem_free - now > self.mio_depth:
+                return S.MIO, self.smem_free - self.mio_depth
+            return 0, now
+        inflight = sp.lsu_inflight = [t for t in sp.lsu_inflight if t > now]
+        if len(inflight) >= self.lsu_depth:
+            return S.LG, min(inflight)
+        if self.l1_free - now > self.lsu_depth:  # the tag stage's queue is full
+            return S.LG, self.l1_free - self.lsu_depth
+        return 0, now
 
-    def _charge_until(self, w: Warp, now: float) -> None:
-        """Charge the warp's cycles since its last state change: to its reason until it became
-        ready, then to not_selected."""
-        pc = w.pcs[w.pos]
-        ready = w.ready_at if w.ready_at < now else now
-        rows = self.stalls.rows
-        if ready > w.since:
-            rows[w.reason][pc] += ready - w.since
-            rows[S.NOT_SELECTED][pc] += now - ready
-            if self.timeline is not None:
-                self._record(w, w.since, ready, w.reason, pc)
-                self._record(w, ready, now, S.NOT_SELECTED, pc)
+    def _record_wait(self, w: Warp, since: float, ready: float, now: float, pc: int) -> None:
+        """Timeline events of a wait: its reason until `ready`, then not_selected until `now`."""
+        if ready > since:
+            self._record(w, since, ready, w.reason, pc)
+            self._record(w, ready, now, S.NOT_SELECTED, pc)
         else:
-            rows[S.NOT_SELECTED][pc] += now - w.since
-            if self.timeline is not None:
-                self._record(w, w.since, now, S.NOT_SELECTED, pc)
-        w.since = now
+            self._record(w, since, now, S.NOT_SELECTED, pc)
 
     def _record(self, w: Warp, start: float, end: float, reason: int, pc: int) -> None:
         """Timeline event (within the recording window): [sm, sub-partition, warp, start, cycles, reason, pc]."""
@@ -239,139 +356,129 @@ class SM:
         if end > start and end > lo and start < hi and (ctas is None or w.cta.cid in ctas):
             self.timeline.append([self.index, w.sp.index, w.gid, round(start, 2), round(end - start, 2), reason, pc])
 
-    def _throttle(self, w: Warp, until: float, reason: int, now: float) -> None:
-        self._charge_until(w, now)
-        w.ready_at, w.reason = until, reason
-
-    def _issue(self, sp: SubPartition, w: Warp, now: float) -> bool:
-        """Try to issue the warp's next instruction; False if a pipe or queue throttles it."""
-        pc = w.pcs[w.pos]
-        st = self.static[pc]
-        pipe_free = sp.pipes.get(st.pipe, 0.0)
-        if pipe_free > now + 1 - EPS:
-            self._throttle(w, pipe_free, S.MATH, now)
-            return False
-        if st.kind == SMEM and self.smem_free - now > self.mio_depth:
-            self._throttle(w, self.smem_free - self.mio_depth, S.MIO, now)
-            return False
-        if st.kind in (GLOAD, GSTORE):
-            sp.lsu_inflight = [t for t in sp.lsu_inflight if t > now]
-            if len(sp.lsu_inflight) >= self.lsu_depth:
-                self._throttle(w, min(sp.lsu_inflight), S.LG, now)
-                return False
-            if self.l1_free - now > self.lsu_depth:  # the tag stage's queue is full
-                self._throttle(w, self.l1_free - self.lsu_depth, S.LG, now)
-                return False
-        self._charge_until(w, now)
-        self.stalls.charge(S.SELECTED, pc, 1)
-        if self.timeline is not None:
-            self._record(w, now, now + 1, S.SELECTED, pc)
-        w.since = now + 1
-        self._execute(sp, w, st, now)
-        if self.dual != "none" and not w.done and not w.at_barrier:
-            self._second_issue(sp, w, st, now)
-        return True
-
-    def _second_issue(self, sp, w, first, now) -> None:
+    def _second_issue(self, sp: SubPartition, w: Warp, first: int, now: float) -> None:
         """Dual issue: Maxwell pairs the instructions nvdisasm shows in braces; Kepler pairs the next
-        instruction of the warp when it is independent of the first and its pipe has room."""
-        if self.dual == "control_codes" and not first.dual:
-            return
-        nxt = self.static[w.pcs[w.pos]]
-        if nxt.kind in (BAR, EXIT, BRANCH, DEPBAR) or first.kind in (BRANCH,):
+        instruction of the warp when it is independent of the first and its pipe has room. Never
+        after a branch, and never a barrier, exit, branch or DEPBAR as the second."""
+        pc = w.pcs[w.pos]
+        facts = self.facts
+        if not facts.second_ok[pc]:
             return
         if self.dual == "kepler":
-            if set(nxt.srcs).intersection(first.dsts) or set(nxt.dsts).intersection(first.dsts):
+            if not facts.dst_sets[first].isdisjoint(facts.deps[pc]):
                 return
             if w.ready_at > now + 1 + EPS:  # its own dependencies are not met yet
                 return
-        if sp.pipes.get(nxt.pipe, 0.0) > now + 1 - EPS:
+        if sp.pipes[facts.attempt[pc][0]] > now + 1 - EPS:
             return
-        self.stalls.charge(S.SELECTED, w.pcs[w.pos], 0)  # the pair shares the issue cycle
-        self._execute(sp, w, nxt, now)
+        self._execute(sp, w, pc, now)  # the pair shares the issue cycle (one `selected` cycle)
 
     # ---- executing one instruction ---------------------------------------------------------------------
-    def _execute(self, sp: SubPartition, w: Warp, st, now: float) -> None:
+    def _execute(self, sp: SubPartition, w: Warp, pc: int, now: float) -> None:
+        """The instruction holds its pipe for `occupancy` cycles; its result is ready after the unit's
+        latency plus its register-bank conflict cycles (which also hold the dispatch port), or when
+        its memory access completes (`_access`). Then the warp's next instruction gets its earliest
+        issue cycle."""
+        kind, pipe, occupancy, latency, stall, wbar, rbar, writes, readonly, dsts, result_reason, mem = \
+            self.execute_facts[pc]
         pos = w.pos
-        pipe_free = sp.pipes.get(st.pipe, 0.0)
-        sp.pipes[st.pipe] = (pipe_free if pipe_free > now else now) + st.occupancy
-        sp.pipe_busy[st.pipe] = sp.pipe_busy.get(st.pipe, 0.0) + st.occupancy
-        sp.issued += 1
+        pipes = sp.pipes
+        pipe_free = pipes[pipe]
+        pipes[pipe] = (pipe_free if pipe_free > now else now) + occupancy
+        sp.busy[pipe] += occupancy
         self.issued += 1
         regc = w.regc[pos]
-        done = now + st.latency + regc
-        long_wait = False
-        kind = st.kind
+        if mem:
+            done, long_wait = self._access(sp, w, kind, pos, readonly, now)
+        elif regc:
+            done, long_wait = now + latency + regc, False
+        else:
+            done, long_wait = now + latency, False
+        if writes and done > self.last_done:  # results and stores, not EXIT/BRA
+            self.last_done = done
+        pos += 1
+        w.pos = pos
+        # results: scoreboards (control codes) or register ready times
+        if self.control_mode:
+            if wbar is not None:
+                w.sb[wbar].append((done, long_wait))
+            if rbar is not None:
+                w.sb[rbar].append((now + 2 + regc, False))
+        else:
+            reason = S.LONG_SB if long_wait else result_reason
+            for d in dsts:
+                w.reg_ready[d] = (done, reason)
+        if kind == BAR:
+            self._arrive(w, now)
+            return
+        if pos >= len(w.pcs):  # the stream ends: EXIT (a guarded EXIT that retired no lane is not the end)
+            self._exit(w, now)
+            return
+        # the next instruction: after the stall count (control codes) or in the next cycle, once its
+        # operands are there; after a branch, once the branch resolves; later by this instruction's
+        # bank-conflict operand reads
+        t = now + stall
+        nxt = w.pcs[pos]
+        if self.operand_wait[nxt]:
+            t, reason = self._operands_ready(w, nxt, t, now)
+        else:
+            reason = S.WAIT
+        if kind == BRANCH and done > t:
+            t, reason = now + self.branch_latency, S.BRANCH
+        if regc:
+            t, reason = t + regc, (S.REG_BANK if t <= now + 1 else reason)
+            sp.dispatch_free = now + 1 + regc
+        w.ready_at, w.reason = t, reason
+
+    def _access(self, sp: SubPartition, w: Warp, kind: int, pos: int, readonly: bool, now: float) -> tuple[float, bool]:
+        """A memory access: (cycle its data is there, long scoreboard?). Shared memory: the SM-wide
+        MIO queue serves `wavefronts_per_cycle`, then the shared latency. Global: the L1 tag stage
+        takes one cycle per `lines_per_cycle` distinct lines, then L1/L2/DRAM (`memory`); the access
+        stays in the LSU queue until it completes. Constant loads: the constant latency."""
         if kind == SMEM:
             wf = w.wavef[pos]
             start = self.smem_free if self.smem_free > now else now
             self.smem_free = start + max(wf, 1) / self.smem_wpc
             self.smem_wavefronts += wf
-            done = self.smem_free + self.smem_latency
-        elif kind == GLOAD or kind == GSTORE:
-            sectors = self.gpu.sectors(w.mem_rows[pos])
-            start = self.l1_free if self.l1_free > now else now
-            self.l1_free = start + max(1, w.glines[pos]) / self.l1_lpc
-            t = self.l1_free
-            done = self.l1.load(t, sectors, st.readonly) if kind == GLOAD else self.l1.store(t, sectors)
-            sp.lsu_inflight.append(done)
-            long_wait = True
-        elif kind == CMEM:
-            done = now + self.const_latency
-        if done > self.last_done and (st.dsts or kind == GSTORE):  # results and stores, not EXIT/BRA
-            self.last_done = done
-        w.pos = pos + 1
-        # results: scoreboards (control codes) or register ready times
-        if self.control_mode:
-            if st.write_barrier is not None:
-                w.sb[st.write_barrier].append((done, long_wait))
-            if st.read_barrier is not None:
-                w.sb[st.read_barrier].append((now + 2 + regc, False))
-        else:
-            reason = S.LONG_SB if long_wait else (S.SHORT_SB if st.variable else S.WAIT)
-            for d in st.dsts:
-                w.reg_ready[d] = (done, reason)
-        if kind == BAR:
-            self._arrive(w, now)
-            return
-        if w.pos >= len(w.pcs):  # the stream ends: EXIT (a guarded EXIT that retired no lane is not the end)
-            self._exit(w, now)
-            return
-        self._next_ready(w, st, now, done, regc)
-        if regc:
-            sp.dispatch_free = now + 1 + regc
+            return self.smem_free + self.smem_latency, False
+        if kind == CMEM:
+            return now + self.const_latency, False
+        sectors = self.gpu.sectors(w.mem_rows[pos])
+        start = self.l1_free if self.l1_free > now else now
+        self.l1_free = start + max(1, w.glines[pos]) / self.l1_lpc
+        t = self.l1_free
+        done = self.l1.load(t, sectors, readonly) if kind == GLOAD else self.l1.store(t, sectors)
+        sp.lsu_inflight.append(done)
+        return done, True
 
-    def _next_ready(self, w: Warp, st, now: float, done: float, regc: int) -> None:
-        nxt = self.static[w.pcs[w.pos]]
+    def _operands_ready(self, w: Warp, pc: int, t: float, now: float) -> tuple[float, int]:
+        """When the warp's next instruction `pc`, which cannot issue before `t`, has its operands,
+        and what it waits for. Control codes: the scoreboards of its wait mask, or a DEPBAR's limit
+        of outstanding releases; otherwise the ready times of the registers it reads or writes."""
+        reason = S.WAIT
         if self.control_mode:
-            t, reason = now + max(st.stall, 1), S.WAIT
-            mask = nxt.wait_mask
-            if mask:
-                for b in range(6):
-                    if mask >> b & 1 and w.sb[b]:
-                        for rel, is_long in w.sb[b]:
-                            if rel > t:
-                                t, reason = rel, (S.LONG_SB if is_long else S.SHORT_SB)
-                        w.sb[b] = []
-            if nxt.depbar is not None:
-                b, k = nxt.depbar
-                pend = sorted(rel for rel, _ in w.sb[b] if rel > now)
+            sb = w.sb
+            for b in self.facts.wait_barriers[pc]:
+                if sb[b]:
+                    rel, is_long = max(sb[b], key=_release)  # the first of the latest releases
+                    if rel > t:
+                        t, reason = rel, (S.LONG_SB if is_long else S.SHORT_SB)
+                    sb[b] = []
+            depbar = self.facts.depbars[pc]
+            if depbar is not None:
+                b, k = depbar
+                pend = sorted(rel for rel, _ in sb[b] if rel > now)
                 if len(pend) > k:
                     rel = pend[len(pend) - k - 1]
                     if rel > t:
                         t, reason = rel, S.LONG_SB
         else:
-            t, reason = now + 1, S.WAIT
             rr = w.reg_ready
-            for d in nxt.srcs + nxt.dsts:
+            for d in self.facts.deps[pc]:
                 r = rr.get(d)
                 if r is not None and r[0] > t:
                     t, reason = r
-        if st.kind == BRANCH and done > t:
-            t, reason = now + self.branch_latency, S.BRANCH
-        if regc:
-            t, reason = t + regc, (S.REG_BANK if t <= now + 1 else reason)
-        w.ready_at, w.reason = t, reason
+        return t, reason
 
     # ---- barriers and exit ------------------------------------------------------------------------
     def _arrive(self, w: Warp, now: float) -> None:
@@ -383,23 +490,28 @@ class SM:
         self._maybe_release(cta, now)
 
     def _maybe_release(self, cta: CTA, now: float) -> None:
+        """The last live warp of a CTA to arrive at the barrier releases them all; each then waits
+        for its next instruction as after any instruction (the barrier's stall count, operands)."""
         if cta.arrived and cta.arrived >= cta.live:
             cta.arrived = 0
             for x in cta.warps:
                 if x.at_barrier:
                     x.at_barrier = False
-                    x.sp.dirty = True
+                    x.sp.dirty = self.changed = True
                     pc = x.pcs[x.pos - 1]
                     self.stalls.charge(S.BARRIER, pc, now + 1 - x.since)
                     if self.timeline is not None:
                         self._record(x, x.since, now + 1, S.BARRIER, pc)
                     x.since = now + 1
-                    self._next_ready(x, self.static[pc], now, now + 1, 0)
+                    t, nxt = now + self.facts.execute[pc][4], x.pcs[x.pos]  # [4]: the barrier's stall count
+                    x.ready_at, x.reason = self._operands_ready(x, nxt, t, now) if self.facts.operand_wait[nxt] \
+                        else (t, S.WAIT)
 
     def _exit(self, w: Warp, now: float) -> None:
         w.done = True
-        w.sp.dirty = True
+        w.sp.dirty = self.changed = True
         w.sp.warps.remove(w)
+        w.sp.order = None
         self.warps.remove(w)
         cta = w.cta
         cta.live -= 1

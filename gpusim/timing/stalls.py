@@ -39,9 +39,10 @@ class StallTable:
 
     def add(self, other: "StallTable") -> None:
         for mine, theirs in zip(self.rows, other.rows):
-            for i, v in enumerate(theirs):
-                if v:
-                    mine[i] += v
+            if any(theirs):  # (most reasons are never charged on most SMs)
+                for i, v in enumerate(theirs):
+                    if v:
+                        mine[i] += v
 
     def totals(self) -> dict[str, float]:
         return {name: sum(row) for name, row in zip(REASONS, self.rows)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpusim.isa.program import PT, RZ, URZ, Program
+from gpusim.timing import stalls as S
 
 # instruction kinds the timing loop distinguishes
 ALU, SMEM, GLOAD, GSTORE, CMEM, BAR, EXIT, BRANCH, DEPBAR, NOP = range(10)
@@ -86,3 +87,43 @@ def static_info(program: Program, cfg) -> list[StaticInfo]:
             readonly=any(m in ins.modifiers for m in ("CI", "CONSTANT", "NC")) or ins.opcode == "TLD"
             or (ins.opcode == "LDG" and program.arch == "sm_35")))  # GK110's LDG is the read-only data cache path
     return out
+
+
+class IssueFacts:
+    """The per instruction facts of `StaticInfo` in the form the SM's issue loop reads them: pipes as
+    small integers (indices into a sub-partition's pipe lists), the fields of one instruction in one
+    tuple, and the decisions that depend only on the instruction and the SM's modes, made once.
+
+    `control_mode`: dependencies from control codes (else the register scoreboard); `dual`: the
+    scheduler's dual-issue rule ("none", "control_codes" or "kepler"); `tick`: the type of the SM's
+    clock (int or float), which cycle counts added to it are given as."""
+
+    __slots__ = ("pipe_names", "attempt", "execute", "operand_wait", "wait_barriers", "depbars", "pairs", "second_ok",
+                 "deps", "dst_sets")
+
+    def __init__(self, static: list[StaticInfo], control_mode: bool, dual: str, tick: type = int):
+        self.pipe_names = sorted({s.pipe for s in static})  # pipe id -> pipe name
+        pipe_id = {name: i for i, name in enumerate(self.pipe_names)}
+        # per instruction index, what an issue attempt checks: (pipe id, the queue it enters: SMEM (the
+        # MIO queue), GLOAD or GSTORE (the LSU queue), or 0 for none)
+        self.attempt = [(pipe_id[s.pipe], s.kind if s.kind in (SMEM, GLOAD, GSTORE) else 0) for s in static]
+        # what issuing it does: (kind, pipe id, occupancy, latency, cycles to the warp's next issue at the
+        # earliest (control codes: the stall count, at least 1; scoreboard: 1), write barrier, read barrier,
+        # writes a result or stores (the SM is busy until it lands), read-only path, destination ids, their
+        # scoreboard reason, a memory access (shared, global, constant))
+        self.execute = [(s.kind, pipe_id[s.pipe], s.occupancy, tick(s.latency),
+                         tick(max(s.stall, 1) if control_mode else 1), s.write_barrier, s.read_barrier,
+                         bool(s.dsts) or s.kind == GSTORE, s.readonly, s.dsts, S.SHORT_SB if s.variable else S.WAIT,
+                         s.kind in (SMEM, GLOAD, GSTORE, CMEM)) for s in static]
+        # as the warp's next instruction: it may have to wait for operands beyond its issue slot (control
+        # codes: a scoreboard wait mask or DEPBAR; scoreboard mode: it reads or writes a register)
+        self.operand_wait = [bool(s.wait_mask or s.depbar is not None) if control_mode else bool(s.srcs or s.dsts)
+                             for s in static]
+        self.wait_barriers = [tuple(b for b in range(6) if s.wait_mask >> b & 1) for s in static]
+        self.depbars = [s.depbar for s in static]
+        # dual issue: the first of a possible pair (never a branch; Maxwell: marked in the listing) ...
+        self.pairs = [dual != "none" and (dual != "control_codes" or s.dual) and s.kind != BRANCH for s in static]
+        # ... and a possible second (not a barrier, exit, branch or DEPBAR)
+        self.second_ok = [s.kind not in (BAR, EXIT, BRANCH, DEPBAR) for s in static]
+        self.deps = [s.srcs + s.dsts for s in static]  # dependency ids read or written
+        self.dst_sets = [frozenset(s.dsts) for s in static]

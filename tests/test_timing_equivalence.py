@@ -57,7 +57,7 @@ def summarise(workload, gpu, size, mode, overrides, kw) -> dict:
     try:
         r = simulate(emu.program, trace, cfg, workload=wl.name, size=size, mode=mode,
                      footprint_bytes=input_bytes(wl, size), **kw)
-    except GpusimError as e:  # the two_level policy stalls these kernels: the watchdog's report is pinned
+    except GpusimError as e:  # a model error (e.g. the watchdog) is pinned by its message
         return {"error": str(e)}
     out = {"cycles": repr(r.cycles), "warp_instructions": r.warp_instructions, "ipc": repr(r.ipc),
            "stalls": r.stalls, "pipe_utilisation": r.pipe_utilisation, "memory": r.memory, "shared": r.shared,

@@ -14,7 +14,7 @@ from gpusim.timing.precompute import SHARED_RULES, precompute
 from gpusim.timing.results import PcStalls, SimResult
 from gpusim.timing.sampling import Sampler
 from gpusim.timing.sm import SM
-from gpusim.timing.static import GLOAD, SMEM, static_info
+from gpusim.timing.static import GLOAD, GSTORE, SMEM, IssueFacts, static_info
 
 
 class GPU:
@@ -28,6 +28,10 @@ class GPU:
         honour = cfg.sm.scheduler.honour_control_codes if honour_control_codes is None else honour_control_codes
         self.control_mode = honour and program.control_decoded
         self.static = static_info(program, cfg)
+        # what the SMs' issue loops read per instruction; their clock is a float (faster arithmetic with
+        # the float latencies and queue times), an int with a timeline (integer cycle numbers in events)
+        self.issue_facts = IssueFacts(self.static, self.control_mode, cfg.sm.scheduler.dual_issue,
+                                      int if window is not None else float)
         self.warps_per_cta = trace.header["warps_per_cta"]
         rf, sh, l1 = cfg.sm.register_file, cfg.sm.shared_memory, cfg.memory.l1
         # the phase size and Hopper's pair packing are properties of the architecture's shared-memory
@@ -43,7 +47,7 @@ class GPU:
         self._mem_exec = np.zeros(len(trace.addresses), dtype=np.uint32)
         mem = rec["mem_row"] >= 0
         self._mem_exec[rec["mem_row"][mem]] = rec["exec_mask"][mem]
-        self._sector_cache: dict[int, list] = {}
+        self._sector_start = self._sector_list = None  # see sectors()
         self._sector_shift = int(np.log2(l1.sector_bytes))
         self.cta_queue: list[int] = []
         self.mode = mode
@@ -64,14 +68,31 @@ class GPU:
                 glines.tolist())
 
     def sectors(self, row: int) -> list:
-        s = self._sector_cache.get(row)
-        if s is None:
-            m = int(self._mem_exec[row])
-            lanes = np.unpackbits(np.array([m], dtype=np.uint32).view(np.uint8), bitorder="little").astype(bool)
-            addrs = self.trace.addresses[row][lanes]
-            s = np.unique(addrs >> np.uint64(self._sector_shift)).tolist()
-            self._sector_cache[row] = s
-        return s
+        """The distinct sectors (address >> log2 sector bytes, ascending) that the executing lanes of
+        global access `row` touch; worked out for all global accesses at once, on first use."""
+        if self._sector_start is None:
+            self._global_sectors()
+        return self._sector_list[self._sector_start[row]:self._sector_start[row + 1]]
+
+    def _global_sectors(self, chunk: int = 65536) -> None:
+        rec = self.trace.records
+        kinds = np.array([s.kind for s in self.static])[rec["pc_index"]]
+        rows = np.sort(rec["mem_row"][((kinds == GLOAD) | (kinds == GSTORE)) & (rec["mem_row"] >= 0)])
+        counts = np.zeros(len(self.trace.addresses), dtype=np.int64)
+        parts = []
+        never = np.uint64(np.iinfo(np.uint64).max)  # marks lanes that did not execute
+        for i in range(0, len(rows), chunk):
+            r = rows[i:i + chunk]
+            lanes = ((self._mem_exec[r][:, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
+            sec = np.where(lanes, self.trace.addresses[r] >> np.uint64(self._sector_shift), never)
+            sec.sort(axis=1)
+            first = np.ones(sec.shape, dtype=bool)
+            first[:, 1:] = sec[:, 1:] != sec[:, :-1]
+            first &= sec != never
+            counts[r] = first.sum(axis=1)
+            parts.append(sec[first])  # row-major: row by row, each ascending
+        self._sector_list = np.concatenate(parts).tolist() if parts else []
+        self._sector_start = np.r_[0, np.cumsum(counts)].tolist()  # rows are ascending, so are their runs
 
     def _dram_fraction(self, active: int) -> float | None:
         """Sampled mode: (input footprint / busy SMs) / distinct sectors this SM loads."""

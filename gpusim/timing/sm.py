@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import operator
-import weakref
 
 from gpusim.errors import GpusimError
 from gpusim.timing import stalls as S
@@ -27,7 +26,6 @@ from gpusim.timing.static import BAR, BRANCH, CMEM, GLOAD, SMEM, IssueFacts
 EPS = 1e-9
 
 _release = operator.itemgetter(0)  # of a scoreboard entry (release cycle, long?)
-_FACTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # GPU -> IssueFacts, shared by its SMs
 
 
 class Warp:
@@ -87,19 +85,8 @@ class SM:
         self.static = gpu.static
         self.control_mode = gpu.control_mode
         self.dual = cfg.sm.scheduler.dual_issue
-        # the clock's type: a float (faster arithmetic with the float latencies and queue times), but
-        # an int with a timeline, whose events keep the integer cycle numbers they have always had
-        self.tick = int if gpu.window is not None else float
-        try:
-            facts = _FACTS.get(gpu)
-        except TypeError:  # not a GPU that can be cached by
-            facts = None
-        if facts is None:
-            facts = IssueFacts(self.static, self.control_mode, self.dual, self.tick)
-            try:
-                _FACTS[gpu] = facts
-            except TypeError:
-                pass
+        self.tick = gpu.issue_facts.tick  # the clock's type (see IssueFacts)
+        facts = gpu.issue_facts
         self.facts = facts
         self.execute_facts, self.operand_wait = facts.execute, facts.operand_wait  # read per instruction
         self.sps = [SubPartition(i, facts.pipe_names) for i in range(cfg.sm.sub_partitions)]
@@ -202,7 +189,7 @@ class SM:
                     if sp.dispatch_free <= limit:
                         rescan = not complete  # two_level tries some of its warps only
                         pipes = sp.pipes
-                        for w in sp.order or self._candidates(sp):  # (`order` is kept for gto only)
+                        for w in sp.order or self._candidates(sp, now):  # (`order` is kept for gto only)
                             if w.at_barrier:
                                 continue
                             if w.ready_at > limit:
@@ -309,7 +296,7 @@ class SM:
         return best
 
     # ---- scheduling ------------------------------------------------------------------------------------
-    def _candidates(self, sp: SubPartition) -> list[Warp]:
+    def _candidates(self, sp: SubPartition, now: float) -> list[Warp]:
         """Warps in the order the policy considers them. `sp.warps` is kept in age order.
         gto: the last issuing warp first, then the oldest (kept in `sp.order` until either changes);
         lrr: round robin after the last issuer; two_level: the oldest `two_level_active_warps` warps
@@ -324,7 +311,7 @@ class SM:
             i = ws.index(last) + 1 if last is not None and not last.done else 0
             return ws[i:] + ws[:i]
         n = self.cfg.sm.scheduler.two_level_active_warps
-        return [w for w in ws if w.reason != S.LONG_SB][:n]
+        return [w for w in ws if not (w.reason == S.LONG_SB and w.ready_at > now)][:n]
 
     def _queue_full(self, sp: SubPartition, queue: int, now: float) -> tuple[int, float]:
         """Queue throttles: a shared-memory access waits while the MIO queue holds more than

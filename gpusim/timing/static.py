@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpusim.isa.program import PT, RZ, URZ, Program
+from gpusim.trace.elide import GLOBAL_LOAD_OPCODES
 from gpusim.timing import stalls as S
 
 # instruction kinds the timing loop distinguishes
@@ -55,7 +56,7 @@ def _kind(ins) -> int:
         return DEPBAR
     if ins.unit == "smem":
         return SMEM
-    if op in ("LDG", "LD", "LDL", "TLD", "TEX"):
+    if op in GLOBAL_LOAD_OPCODES:
         return GLOAD
     if op in ("STG", "ST", "STL", "RED", "ATOM", "ATOMG"):
         return GSTORE
@@ -98,10 +99,11 @@ class IssueFacts:
     scheduler's dual-issue rule ("none", "control_codes" or "kepler"); `tick`: the type of the SM's
     clock (int or float), which cycle counts added to it are given as."""
 
-    __slots__ = ("pipe_names", "attempt", "execute", "operand_wait", "wait_barriers", "depbars", "pairs", "second_ok",
+    __slots__ = ("tick", "pipe_names", "attempt", "execute", "operand_wait", "wait_barriers", "depbars", "pairs", "second_ok",
                  "deps", "dst_sets")
 
     def __init__(self, static: list[StaticInfo], control_mode: bool, dual: str, tick: type = int):
+        self.tick = tick
         self.pipe_names = sorted({s.pipe for s in static})  # pipe id -> pipe name
         pipe_id = {name: i for i, name in enumerate(self.pipe_names)}
         # per instruction index, what an issue attempt checks: (pipe id, the queue it enters: SMEM (the

@@ -100,7 +100,8 @@ class GPU:
             return None
         el = self.trace.elision
         if el is not None and self._sector_shift >= 5:  # the trace kept every load's sectors
-            n = len(np.unique(el.load_sectors32 >> np.uint64(self._sector_shift - 5)))
+            sec = el.load_sectors32 >> np.uint64(self._sector_shift - 5)  # ascending, so distinct = changes + 1
+            n = int(np.count_nonzero(sec[1:] != sec[:-1])) + 1 if len(sec) else 0
             return min(1.0, self.footprint_bytes / self.cfg.memory.l1.sector_bytes / active / n) if n else None
         rec = self.trace.records
         loads = np.array([s.kind == GLOAD for s in self.static])[rec["pc_index"]] & (rec["mem_row"] >= 0)

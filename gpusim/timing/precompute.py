@@ -321,7 +321,10 @@ def register_bank_conflicts(program, trace, banks: int = 4, bank_width_bits: int
     hits = reuse_hit_slots(program, trace, table, memory_ops) if reuse_cache else np.zeros(len(pc), dtype=np.int64)
     reads = collector_reads(program, memory_ops)
     width = 1 << table[0].shape[1]
-    keys, inverse = np.unique(pc * width + hits, return_inverse=True)
+    combo = pc * width + hits  # small non-negative ints: distinct values by counting (np.unique sorts or hashes)
+    present = np.bincount(combo, minlength=1) > 0
+    keys = np.flatnonzero(present)
+    inverse = (np.cumsum(present) - 1)[combo]
     cost = np.zeros(len(keys), dtype=np.int64)
     cost_no_reuse = np.zeros(len(keys), dtype=np.int64)
     n_hits = np.zeros(len(keys), dtype=np.int64)

@@ -16,6 +16,9 @@ def test_sampled_within_two_percent_of_detailed(name, card, n):
     assert abs(sampled.cycles - detailed.cycles) <= 0.02 * detailed.cycles, (sampled.cycles, detailed.cycles)
     assert sampled.mode == "sampled" and sampled.sampling["what"]
     assert sampled.warp_instructions == pytest.approx(detailed.warp_instructions, rel=0.02)
+    # stall cycles are the grid's in both modes (sampled: SM 0's, scaled to every busy SM)
+    assert sampled.stalls["selected"] == pytest.approx(detailed.stalls["selected"], rel=0.05)
+    assert sum(sampled.stalls.values()) == pytest.approx(sum(detailed.stalls.values()), rel=0.1)
 
 
 def test_fast_forward_used_on_long_loops():

@@ -251,7 +251,11 @@ class GPU:
         base = self._result([sm], memory, occ, n_traced, workload, size)
         smp = sm.sampler
         sim_cycles = sm.finish + smp.extrapolated_cycles
-        factor = cycles / sim_cycles if sim_cycles else 1.0  # the untraced CTAs behave like the traced
+        # warp-cycles of the whole grid, as detailed mode sums them over SMs: SM 0's untraced CTAs
+        # behave like its traced ones, the other busy SMs like SM 0 (the kernel's fixed overhead is
+        # not warp time)
+        warp_cycles = cycles - self.cfg.kernel_overhead_cycles
+        factor = (warp_cycles / sim_cycles if sim_cycles else 1.0) * active
         table = S.StallTable(len(self.program))
         table.add(sm.stalls)
         for row in table.rows:

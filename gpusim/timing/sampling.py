@@ -3,11 +3,9 @@
 GEMM warps spend most of their time in one loop whose iterations look alike. The sampler watches
 the SM in windows of cycles; while every resident warp is inside the loop (past its first iteration
 and short of its last `margin`), it measures the loop progress rate (iterations per cycle per warp).
-Once `converge` consecutive windows agree within `tolerance`, it fast-forwards: each CTA goes on
-at its own measured rate (its warps are tied together by its barriers; CTAs on busier
-sub-partitions progress more slowly) until the first warp is `margin` iterations short of its
-loop exit; each warp's stream position jumps by whole iterations, so it stays at the same point
-of an iteration. It adds the corresponding cycles, instructions and stall cycles (the last
+Once `converge` consecutive windows agree within `tolerance`, it fast-forwards every warp by the
+same number of iterations (its stream position jumps by whole iterations, so it stays at the same
+point of an iteration), adds the corresponding cycles, instructions and stall cycles (the last
 window's, scaled), and goes back to detailed simulation to watch again. It never fires before
 convergence, and never across a warp's loop exit, so prologues, epilogues and CTA tails are always
 simulated in detail. The spread of the window rates gives the error estimate.
@@ -48,8 +46,7 @@ class Sampler:
         self.window = min_window
         self.min_window, self.max_window = min_window, max_window
         self.next_check = min_window
-        self.rates: list[float] = []  # per window: mean loop iterations per cycle per warp
-        self.warp_rates: list[dict] = []  # per window: each warp's iterations per cycle
+        self.rates: list[float] = []
         self.snapshot = None
         self.extrapolated_cycles = 0.0
         self.extrapolated_instructions = 0
@@ -115,44 +112,32 @@ class Sampler:
         snap = self.snapshot
         self.snapshot = (now, prog, [row[:] for row in sm.stalls.rows], sm.issued)
         if not in_loop or snap is None or set(snap[1]) != set(its) or now <= snap[0]:
-            self.rates, self.warp_rates = [], []
+            self.rates = []
             return
         t0, its0, rows0, issued0 = snap
         progress = sum(prog[g] - its0[g] for g in prog)
         if progress <= 0:
-            self.rates, self.warp_rates = [], []
+            self.rates = []
             return
         rate = progress / (now - t0) / len(warps)  # iterations per cycle per warp
         self.rates.append(rate)
-        self.warp_rates.append({g: (prog[g] - its0[g]) / (now - t0) for g in prog})
         # about four iterations per window: the mean of `converge` windows is what is extrapolated
         self.window = min(self.max_window, max(self.min_window, 4.0 / rate))
         recent = self.rates[-self.converge:]
         if len(recent) < self.converge or (max(recent) - min(recent)) > self.tolerance * float(np.mean(recent)):
             return
-        # each warp goes on at its own rate (warps of a busier sub-partition progress more slowly);
-        # the fast-forward lasts until the first warp is `margin` iterations short of its loop exit
-        # (a CTA's warps are held together by its barriers: each goes on at its CTA's mean rate)
-        per_warp = {w.gid: float(np.mean([r[w.gid] for r in self.warp_rates[-self.converge:]])) for w in warps}
-        by_cta: dict = {}
-        for w in warps:
-            by_cta.setdefault(w.cta.cid, []).append(per_warp[w.gid])
-        per_warp = {w.gid: float(np.mean(by_cta[w.cta.cid])) for w in warps}
-        if min(per_warp.values()) <= 0:
+        room = min(len(self.bounds(w)) - self.margin - its[w.gid] - 1 for w in warps)
+        if room < 1:
             return
-        cycles = min((len(self.bounds(w)) - self.margin - its[w.gid] - 1) / per_warp[w.gid] for w in warps)
-        iters = {w.gid: int(per_warp[w.gid] * cycles + 1e-9) for w in warps}
-        if max(iters.values()) < 1:
-            return
-        self._fast_forward(sm, warps, its, iters, cycles, now - t0, rows0, issued0)
+        self._fast_forward(sm, warps, its, room, float(np.mean(recent)), now - t0, rows0, issued0)
 
-    def _fast_forward(self, sm, warps, its, iters: dict, cycles: float, window: float, rows0, issued0) -> None:
-        """Move each warp on by its `iters[gid]` iterations and account `cycles` for them."""
+    def _fast_forward(self, sm, warps, its, iters: int, rate: float, window: float, rows0, issued0) -> None:
+        cycles = iters / rate
         moves = []  # (warp, new recorded position, virtual shift, crosses its gap)
         for w in warps:
             b = self.bounds(w)
-            i, n = its[w.gid], iters[w.gid]
-            shift = b[i + n - 1] - b[i - 1] if n else 0
+            i = its[w.gid]
+            shift = b[i + iters - 1] - b[i - 1]
             v = self.vpos(w)
             gap = self.gaps.get(w.gid)
             if gap is None or v >= gap[0] + gap[2]:  # no gap, or already past it
@@ -180,7 +165,7 @@ class Sampler:
         self.extrapolated_instructions += skipped
         self.fast_forwards += 1
         self.all_rates.extend(self.rates[-self.converge:])
-        self.rates, self.warp_rates = [], []
+        self.rates = []
         self.snapshot = None
 
     def error_estimate(self, total_cycles: float) -> float:

@@ -385,9 +385,9 @@ def m_warmup(b: Bench, seconds: float = 0.5) -> dict:
     return {"seconds": rnd(time.time() - t, 3), "grid": b.sm_count}
 
 
-def m_alu_latency(b: Bench, reps: int) -> dict:
-    cp, np = b.cp, b.np
-    params = {
+def alu_operands(np) -> dict:
+    """Per ALU microbenchmark: (dtype, the 9 kernel parameters: A[4], B[4], the chain's start value)."""
+    return {
         "ffma": (np.float32, [0.999, 1.001, 0.9995, 1.0005, 1e-3, -1e-3, 2e-3, -2e-3, 1.0]),
         "fadd": (np.float32, [0.5, -0.25, 0.125, -0.375, 0, 0, 0, 0, 1.0]),
         "dfma": (np.float64, [0.999, 1.001, 0.9995, 1.0005, 1e-3, -1e-3, 2e-3, -2e-3, 1.0]),
@@ -397,6 +397,11 @@ def m_alu_latency(b: Bench, reps: int) -> dict:
                              0x1, 0x80000001, 0x33333333, 0xDEADBEEF, 0x5A5A5A5A]),
         "mufu_ex2": (np.float32, [0, 0, 0, 0, 0, 0, 0, 0, 0.5]),
     }
+
+
+def m_alu_latency(b: Bench, reps: int) -> dict:
+    cp, np = b.cp, b.np
+    params = alu_operands(np)
     iters = 16
     res = {}
     for name, (dt, vals) in params.items():
@@ -432,15 +437,7 @@ def tp_spans(out_np, nwarps):
 
 def m_alu_throughput(b: Bench, reps: int) -> dict:
     cp, np = b.cp, b.np
-    params = {
-        "ffma": (np.float32, [0.999, 1.001, 0.9995, 1.0005, 1e-3, -1e-3, 2e-3, -2e-3, 1.0]),
-        "dfma": (np.float64, [0.999, 1.001, 0.9995, 1.0005, 1e-3, -1e-3, 2e-3, -2e-3, 1.0]),
-        "imad": (np.uint32, [3, 5, 7, 9, 1, 2, 3, 4, 1]),
-        "iadd3": (np.uint32, [1, 2, 3, 4, 5, 6, 7, 8, 0]),
-        "lop3": (np.uint32, [0xF0F0F0F0, 0x0FF00FF0, 0xAAAA5555, 0x12345678,
-                             0x1, 0x80000001, 0x33333333, 0xDEADBEEF, 0x5A5A5A5A]),
-        "mufu_ex2": (np.float32, [0, 0, 0, 0, 0, 0, 0, 0, 0.5]),
-    }
+    params = {k: v for k, v in alu_operands(np).items() if k != "fadd"}
     threads, nwarps, iters = 1024, 32, 128
     res = {}
     for name, (dt, vals) in params.items():

@@ -15,6 +15,7 @@ from gpusim.timing.results import PcStalls, SimResult
 from gpusim.timing.sampling import Sampler
 from gpusim.timing.sm import SM
 from gpusim.timing.static import GLOAD, GSTORE, SMEM, IssueFacts, static_info
+from gpusim.trace.elide import distinct_sectors
 
 
 class GPU:
@@ -43,6 +44,7 @@ class GPU:
                                line_bytes=l1.line_bytes, smem_phase_bytes=arch_rules["smem_phase_bytes"],
                                smem_pack_uniform_pairs=arch_rules["smem_pack_uniform_pairs"])
         rec = trace.records
+        self._record_kinds = np.array([s.kind for s in self.static])[rec["pc_index"]]  # static.ALU, SMEM, ...
         self._warp_start = np.searchsorted(rec["warp"], np.arange(rec["warp"].max() + 2 if len(rec) else 1))
         self._mem_exec = np.zeros(len(trace.addresses), dtype=np.uint32)
         mem = rec["mem_row"] >= 0
@@ -75,8 +77,7 @@ class GPU:
         return self._sector_list[self._sector_start[row]:self._sector_start[row + 1]]
 
     def _global_sectors(self, chunk: int = 65536) -> None:
-        rec = self.trace.records
-        kinds = np.array([s.kind for s in self.static])[rec["pc_index"]]
+        rec, kinds = self.trace.records, self._record_kinds
         rows = np.sort(rec["mem_row"][((kinds == GLOAD) | (kinds == GSTORE)) & (rec["mem_row"] >= 0)])
         counts = np.zeros(len(self.trace.addresses), dtype=np.int64)
         parts = []
@@ -98,21 +99,22 @@ class GPU:
         """Sampled mode: (input footprint / busy SMs) / distinct sectors this SM loads."""
         if not self.footprint_bytes:
             return None
-        el = self.trace.elision
-        if el is not None and self._sector_shift >= 5:  # the trace kept every load's sectors
-            sec = el.load_sectors32 >> np.uint64(self._sector_shift - 5)  # ascending, so distinct = changes + 1
-            n = int(np.count_nonzero(sec[1:] != sec[:-1])) + 1 if len(sec) else 0
-            return min(1.0, self.footprint_bytes / self.cfg.memory.l1.sector_bytes / active / n) if n else None
-        rec = self.trace.records
-        loads = np.array([s.kind == GLOAD for s in self.static])[rec["pc_index"]] & (rec["mem_row"] >= 0)
-        rows = rec["mem_row"][loads]
-        if not len(rows):
+        n = self._load_sectors_touched()
+        if not n:
             return None
-        sectors = set()
-        for r in rows.tolist():
-            sectors.update(self.sectors(r))
-        share = self.footprint_bytes / self.cfg.memory.l1.sector_bytes / active
-        return min(1.0, share / len(sectors))
+        return min(1.0, self.footprint_bytes / self.cfg.memory.l1.sector_bytes / active / n)
+
+    def _load_sectors_touched(self) -> int:
+        """Distinct sectors read by the global loads of the traced CTAs, including any loop iterations
+        the trace left out (their 32-byte sectors are kept with the elision)."""
+        shift, el = self._sector_shift, self.trace.elision
+        if el is not None and shift >= 5:
+            sec = el.load_sectors32 >> np.uint64(shift - 5)  # ascending, so distinct = changes + 1
+            return int(np.count_nonzero(sec[1:] != sec[:-1])) + 1 if len(sec) else 0
+        rec = self.trace.records
+        rows = rec["mem_row"][(self._record_kinds == GLOAD) & (rec["mem_row"] >= 0)]
+        lanes = ((self._mem_exec[rows][:, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
+        return len(distinct_sectors(np.where(lanes, self.trace.addresses[rows], np.uint64(0)), shift))
 
     def _executed(self) -> np.ndarray:
         """Warp instructions executed per instruction index (the trace's, plus any it left out)."""
@@ -217,8 +219,7 @@ class GPU:
             for sp in sm.sps:
                 for p, busy in sp.pipe_busy.items():
                     pipes[p] = pipes.get(p, 0.0) + busy
-        smem = np.array([s.kind == SMEM for s in self.static])[rec["pc_index"]]
-        gl = np.array([s.kind == GLOAD for s in self.static])[rec["pc_index"]]
+        smem, gl = self._record_kinds == SMEM, self._record_kinds == GLOAD
         wavefronts = round(float((self.cols["smem_wavefronts"] * weight)[smem].sum()))
         conflicts = round(float((self.cols["smem_conflicts"] * weight)[smem].sum()))
         l1h = sum(sm.l1.cache.hits for sm in sms)

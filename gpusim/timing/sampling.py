@@ -140,9 +140,7 @@ class Sampler:
             shift = b[i + iters - 1] - b[i - 1]
             v = self.vpos(w)
             gap = self.gaps.get(w.gid)
-            if gap is None or v >= gap[0] + gap[2]:  # no gap, or already past it
-                moves.append((w, w.pos + shift, shift, False))
-            elif v + shift < gap[0]:
+            if gap is None or v >= gap[0] + gap[2] or v + shift < gap[0]:  # no gap, past it, or short of it
                 moves.append((w, w.pos + shift, shift, False))
             elif v + shift >= gap[0] + gap[2]:
                 moves.append((w, v + shift - gap[2], shift, True))

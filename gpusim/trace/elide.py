@@ -28,14 +28,15 @@ class TraceTooShort(GpusimError):
 
 
 def main_loop_branch(program, pc_counts: np.ndarray) -> int | None:
-    """The most executed backward branch (the main loop's back edge), if it ran at least 4 times."""
+    """The most executed backward branch (the main loop's back edge), if it ran at least 4 times.
+    `pc_counts`: executions per instruction index (at least len(program) entries)."""
     back = [i for i, ins in enumerate(program.instructions)
             if ins.opcode == "BRA" and ins.srcs and ins.srcs[-1].kind == "label"
             and ins.srcs[-1].value <= ins.address]
     if not back:
         return None
-    best = max(back, key=lambda i: pc_counts[i] if i < len(pc_counts) else 0)
-    return best if best < len(pc_counts) and pc_counts[best] >= 4 else None
+    best = max(back, key=lambda i: pc_counts[i])
+    return best if pc_counts[best] >= 4 else None
 
 
 @dataclass
@@ -89,9 +90,10 @@ def elide_records(program, log, counts: np.ndarray, local: np.ndarray, gwarp_of_
     return ~drop, el
 
 
-def distinct_sectors32(addresses: np.ndarray) -> np.ndarray:
-    """Distinct 32-byte sectors of byte addresses (0 marks a lane that did not execute)."""
-    s = addresses.reshape(len(addresses), -1) >> np.uint64(5)
+def distinct_sectors(addresses: np.ndarray, shift: int = 5) -> np.ndarray:
+    """Distinct sectors (address >> shift, ascending) of byte addresses, one row per access (0 marks
+    a lane that did not execute)."""
+    s = addresses.reshape(len(addresses), -1) >> np.uint64(shift)
     first = np.ones(s.shape, dtype=bool)  # a lane's sector differs from its left neighbour's (fewer to sort)
     first[:, 1:] = s[:, 1:] != s[:, :-1]
     s = np.sort(s[first & (addresses.reshape(s.shape) != 0)])

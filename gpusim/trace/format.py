@@ -55,7 +55,7 @@ from pathlib import Path
 import numpy as np
 
 from gpusim.errors import TraceFormatError
-from gpusim.trace.elide import GLOBAL_LOAD_OPCODES, distinct_sectors32, elide_records
+from gpusim.trace.elide import GLOBAL_LOAD_OPCODES, distinct_sectors, elide_records
 
 TRACE_FORMAT = "gpusim-dynamic-trace"
 TRACE_FORMAT_VERSION = 1
@@ -327,7 +327,8 @@ def _gather_rows(log, mem_steps: np.ndarray, step_rows: np.ndarray, rows: np.nda
     block = np.concatenate([log.mem[int(mem_steps[j])][0] for j in need]).astype(np.uint64).reshape(-1, 32)
     j = step_of_row[rows]
     addresses = block[block_start[j] + rows - row_start[j]]
-    nbytes = np.array([log.mem[int(s)][1] for s in mem_steps], dtype=np.uint8)
+    nbytes = np.zeros(len(mem_steps), dtype=np.uint8)
+    nbytes[need] = [log.mem[int(mem_steps[i])][1] for i in need]
     return addresses, nbytes[j]
 
 
@@ -340,4 +341,4 @@ def _load_sectors(program, log, mem_steps, counts) -> np.ndarray:
     addresses = np.concatenate([log.mem[s][0] for s in steps]).astype(np.uint64).reshape(-1, 32)
     masks = np.concatenate([log.exec_masks[s] & log.masks[s] for s in steps]).astype(np.uint32)
     bits = ((masks[:, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
-    return distinct_sectors32(np.where(bits, addresses, np.uint64(0)))
+    return distinct_sectors(np.where(bits, addresses, np.uint64(0)))

@@ -404,12 +404,23 @@ def main() -> None:
         sys.stderr.write("gpusim: aborted\n")
         sys.exit(130)
     except Exception as exc:  # click usage errors and the like
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
+        if _is_click_error(exc):
+            sys.stderr.write(f"gpusim: error: {exc.format_message()} (see gpusim --help)\n")
             sys.exit(exc.exit_code)
         raise
+
+
+def _is_click_error(exc: Exception) -> bool:
+    """A usage error from click, or from the copy of click that typer >= 0.20 vendors (typer._click)."""
+    import click
+
+    kinds = [click.exceptions.ClickException]
+    try:
+        from typer._click.exceptions import ClickException as TyperClickException
+        kinds.append(TyperClickException)
+    except ImportError:
+        pass
+    return isinstance(exc, tuple(kinds))
 
 
 if __name__ == "__main__":

@@ -24,6 +24,17 @@ def test_run_bad_options():
     one_line_error(gpusim("run", "sgemm_maxas_64", "--gpu", "h100", "--size", "64", "--set", "sm.nosuch=1"))
 
 
+def test_usage_errors_are_one_line():
+    """Usage errors (an option without its value, an unknown option) come from click; typer >= 0.20
+    vendors its own copy of click, whose exceptions are not click's."""
+    r = gpusim("run", "sgemm_maxas_64", "--gpu", "h100", "--size", "64", "--json")
+    one_line_error(r)
+    assert "--json" in r.stderr and "requires an argument" in r.stderr
+    r = gpusim("run", "sgemm_maxas_64", "--nosuch")
+    one_line_error(r)
+    assert "--nosuch" in r.stderr
+
+
 def test_measure_without_a_gpu():
     pytest.importorskip("numpy")
     try:

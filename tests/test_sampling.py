@@ -27,8 +27,8 @@ def test_fast_forward_used_on_long_loops():
 
 
 class _Warp:
-    def __init__(self, gid, pcs, pos):
-        self.gid, self.pcs, self.pos, self.done = gid, pcs, pos, False
+    def __init__(self, gid, pcs, pos, cta=0):
+        self.gid, self.pcs, self.pos, self.done, self.cta = gid, pcs, pos, False, cta
 
 
 class _SM:
@@ -124,11 +124,91 @@ def test_sampled_result_is_the_same_with_and_without_elision(monkeypatch):
     assert elided.shared["wavefronts"] == pytest.approx(with_gap.shared["wavefronts"], rel=0.01)
 
 
-def test_a_loop_that_converges_too_late_for_the_kept_iterations_falls_back_to_the_full_trace(monkeypatch):
+def test_ctas_at_different_rates_move_by_different_numbers_of_iterations():
+    """Two CTAs, one twice as fast: a fast-forward moves the fast one to `margin` iterations short of
+    its exit and the slow one by half as many iterations, in the same cycles."""
+    prog = type("P", (), {"instructions": []})()
+    s = Sampler(prog, tolerance=0.02, converge=3, min_window=1)
+    body = 10
+    pcs = [0] * 5 + ([1] * (body - 1) + [99]) * 100 + [2] * 5
+    s.branch = 99
+    fast, slow = _Warp(0, pcs, 5 + 2 * body, cta="a"), _Warp(1, pcs, 5 + 2 * body, cta="b")
+    sm = _SM([fast, slow])
+    t = 0.0
+    while True:
+        before = s.iterations(fast), s.iterations(slow)
+        s.check(sm, t)
+        if s.fast_forwards:
+            break
+        fast.pos += 2 * body
+        slow.pos += body
+        t += 100  # the fast CTA does 2 iterations per 100 cycles, the slow one 1
+        assert t < 5000
+    f, w = s.iterations(fast), s.iterations(slow)
+    assert f == 100 - s.margin - 1
+    moved_fast, moved_slow = f - before[0], w - before[1]
+    assert moved_slow == pytest.approx(moved_fast / 2, abs=1) and moved_slow > 10
+    assert s.extrapolated_cycles == pytest.approx(moved_fast * 50, rel=0.02)
+
+
+def test_made_up_iterations_are_the_left_out_ones():
+    """With few iterations kept, the sampler makes up the left-out ones it simulates from a kept one
+    of the same parity; their instructions, bank and coalescing columns and global sectors equal those
+    of the real iterations in the full trace."""
+    from gpusim.config import load_gpu
+    from gpusim.timing.gpu import GPU
+
+    emu, full, short = _trace_pair("sgemm_maxas_64", "gtx970", 512, 6, 4)
+    cfg = load_gpu("gtx970")
+    g_full, g_short = GPU(emu.program, full, cfg, mode="sampled"), GPU(emu.program, short, cfg, mode="sampled")
+    s = g_short.make_sampler()
+    gid = next(iter(short.elision.warps))
+    w = _Warp(gid, None, 0, cta=0)
+    w.pcs, w.mem_rows, w.regc, w.wavef, w.glines = g_short.stream(gid)
+    s.attach(w)
+    at = w.gap_at
+    for _ in range(5):
+        s.synthesize(w)
+    n = w.gap_at - at
+    ref = g_full.stream(gid)
+    assert w.pcs[at:at + n] == ref[0][at:at + n] and n > 0
+    assert w.regc[at:at + n] == ref[2][at:at + n]  # register-bank conflict cycles
+    assert w.wavef[at:at + n] == ref[3][at:at + n]  # shared-memory wavefronts
+    assert w.glines[at:at + n] == ref[4][at:at + n]  # global lines
+    glob = [i for i in range(at, at + n) if ref[1][i] >= 0 and g_full.is_global(ref[0][i])]
+    assert glob and all(g_short.sectors(w.mem_rows[i]) == g_full.sectors(ref[1][i]) for i in glob)
+    assert s.synthesized == 5 and s.loop(w).g_lo == 6 + 5
+
+
+def test_made_up_iterations_give_the_full_traces_result():
+    """A sampled run that makes up iterations (slower CTAs land among left-out ones and simulate
+    some) gives the result of the full trace."""
+    elided = run_workload("sgemm_maxas_128", "k40", 1024, mode="sampled")
+    assert elided.sampling["synthesized_iterations"] > 0 and elided.sampling["trace_left_out_instructions"] > 0
+    import gpusim.timing.sampling as sampling
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sampling, "KEEP_HEAD", 10_000)
+        full = run_workload("sgemm_maxas_128", "k40", 1024, mode="sampled")
+    assert full.sampling["trace_left_out_instructions"] == 0
+    assert elided.cycles == full.cycles and elided.warp_instructions == full.warp_instructions
+
+
+def test_cta_throughput_comes_from_the_ctas_that_ran_on_a_full_sm():
+    """Little's law: k resident CTAs with mean residence R complete one per R / k cycles. CTAs that
+    finish after the last launch (the SM draining) do not count."""
+    from gpusim.timing.gpu import GPU
+
+    sm = type("SM", (), {})()
+    sm.cta_residence = [(0, 100), (0, 140), (100, 230), (140, 260), (230, 300), (260, 320)]  # k = 2
+    assert GPU._cycles_per_cta(sm, 2) == pytest.approx((100 + 140 + 130 + 120) / 4 / 2)
+
+
+def test_a_loop_whose_kept_head_is_too_short_to_make_up_iterations_falls_back_to_the_full_trace(monkeypatch):
     import gpusim.timing.sampling as sampling
 
     full = run_workload("sgemm_maxas_64", "h100", 512, mode="sampled")
-    monkeypatch.setattr(sampling, "KEEP_HEAD", 2)  # too few to converge in
+    monkeypatch.setattr(sampling, "KEEP_HEAD", 2)  # too few to converge in, or to make up iterations from
     monkeypatch.setattr(sampling, "KEEP_TAIL", 24)
     r = run_workload("sgemm_maxas_64", "h100", 512, mode="sampled")
     assert r.sampling["trace_left_out_instructions"] == 0 and r.cycles == full.cycles

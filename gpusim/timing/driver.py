@@ -9,10 +9,6 @@ def run_workload(workload: str, gpu: str, size: int, mode: str = "detailed", ove
                  honour_control_codes: bool | None = None, window=None):
     from gpusim.config import apply_overrides, load_gpu
     from gpusim.emu.run import emulate
-    from gpusim.timing.gpu import simulate
-    from gpusim.timing.sampling import KEEP_HEAD, KEEP_TAIL
-    from gpusim.trace.elide import TraceTooShort
-    from gpusim.trace import DynamicTrace
     from gpusim.workloads import find_workload
 
     if mode not in ("detailed", "sampled"):
@@ -25,8 +21,21 @@ def run_workload(workload: str, gpu: str, size: int, mode: str = "detailed", ove
         raise SpecError(f"size {size} is not among the sizes workload {wl.name} supports: {wl.sizes}")
     ctas = sampled_ctas(wl, size, cfg) if mode == "sampled" else None
     emu, _ = emulate(wl, cfg.arch, size, ctas=ctas)
-    # sampled mode fast-forwards over most main-loop iterations: the trace leaves them out, unless
-    # the loop does not converge early enough, in which case the full trace is built and timed
+    return time_emulated(emu, wl, cfg, size, mode, honour_control_codes, window)
+
+
+def time_emulated(emu, wl, cfg, size: int, mode: str = "detailed", honour_control_codes: bool | None = None,
+                  window=None):
+    """Build the trace of an emulator run and time it."""
+    from gpusim.timing.gpu import simulate
+    from gpusim.timing.sampling import KEEP_HEAD, KEEP_TAIL
+    from gpusim.trace.elide import TraceTooShort
+    from gpusim.trace import DynamicTrace
+
+    # sampled mode fast-forwards over most main-loop iterations: the trace leaves most of them out
+    # (the sampler makes up any it simulates from the kept ones); where that cannot be done (the
+    # loop's iterations differ in length or their addresses do not advance by a fixed stride),
+    # the full trace is built and timed
     keep = (KEEP_HEAD, KEEP_TAIL) if mode == "sampled" else None
     while True:
         trace = DynamicTrace.from_emulator(emu, workload=wl.name, size=size, keep_loop=keep)

@@ -95,6 +95,31 @@ class GPU:
         self._sector_list = np.concatenate(parts).tolist() if parts else []
         self._sector_start = np.r_[0, np.cumsum(counts)].tolist()  # rows are ascending, so are their runs
 
+    # ---- made-up loop iterations (sampled mode, see sampling.Sampler.synthesize) ---------------------
+    def is_global(self, pc: int) -> bool:
+        return self.static[pc].kind in (GLOAD, GSTORE)
+
+    def row_stride(self, row0: int, row: int) -> int | None:
+        """The byte distance by which every executing lane of global access `row` is past the same
+        lane of `row0`, or None if the lanes differ (or differ in which execute)."""
+        if self._mem_exec[row0] != self._mem_exec[row]:
+            return None
+        lanes = (int(self._mem_exec[row]) >> np.arange(32)) & 1 == 1
+        d = self.trace.addresses[row][lanes].astype(np.int64) - self.trace.addresses[row0][lanes].astype(np.int64)
+        return int(d[0]) if len(d) and (d == d[0]).all() else (0 if not len(d) else None)
+
+    def moved_row(self, row: int, delta: int) -> int:
+        """A new access row: global access `row` with every address moved by `delta` bytes (its
+        sectors are worked out now; the row id is past the trace's)."""
+        if self._sector_start is None:
+            self._global_sectors()
+        lanes = (int(self._mem_exec[row]) >> np.arange(32)) & 1 == 1
+        moved = self.trace.addresses[row][lanes].astype(np.int64) + delta
+        sectors = np.unique(moved >> self._sector_shift).tolist()  # (32 values: np.unique is fine here)
+        self._sector_list.extend(sectors)
+        self._sector_start.append(len(self._sector_list))
+        return len(self._sector_start) - 2
+
     def _dram_fraction(self, active: int) -> float | None:
         """Sampled mode: (input footprint / busy SMs) / distinct sectors this SM loads."""
         if not self.footprint_bytes:
@@ -137,7 +162,7 @@ class GPU:
         return g[0] * g[1] * g[2]
 
     def make_sampler(self):
-        return Sampler(self.program, elision=self.trace.elision) if self.mode == "sampled" else None
+        return Sampler(self.program, elision=self.trace.elision, gpu=self) if self.mode == "sampled" else None
 
     def next_cta(self):
         return self.cta_queue.pop(0) if self.cta_queue else None
@@ -187,18 +212,23 @@ class GPU:
         memory = MemorySystem(cfg, cfg.clock_mhz, share=1.0 / active)
         memory.dram_fraction = self._dram_fraction(active)
         sm = self._simulate([SM(0, self, L1(cfg, memory))], ctas, occ)[0]
-        sm.sampler.check_gaps_crossed(self.trace.warp_ids.tolist())
-        done = sorted(sm.cta_finish)
         finish = sm.finish + sm.sampler.extrapolated_cycles
         remaining = per_sm - len(ctas)
-        repeat_cycles = 0.0
-        if remaining > 0 and len(done) > k:
-            per_cta = (done[-1] - done[-1 - k]) / k  # steady state: k completions per this many cycles
-            repeat_cycles = remaining * per_cta
-        elif remaining > 0:
-            repeat_cycles = remaining / max(1, len(done)) * finish
+        repeat_cycles = remaining * self._cycles_per_cta(sm, k) if remaining > 0 else 0.0
         return self._result_sampled(sm, memory, occ, workload, size, per_sm, active,
                                     finish + repeat_cycles + cfg.kernel_overhead_cycles, len(ctas), repeat_cycles)
+
+    @staticmethod
+    def _cycles_per_cta(sm, k: int) -> float:
+        """Sampled mode: cycles per CTA of an SM kept full with `k` CTAs (Little's law: k CTAs
+        resident, each for the mean residence time, complete at k / residence per cycle). The
+        residence is measured on the CTAs that ran only while the SM was full (finished by the
+        last launch): the CTAs that run as the SM drains share it with fewer and finish faster."""
+        last_launch = max(launched for launched, _ in sm.cta_residence)
+        full = [done - launched for launched, done in sm.cta_residence if done <= last_launch]
+        if not full:  # a single wave: the whole SM's time per wave
+            full = [max(done for _, done in sm.cta_residence)]
+        return float(np.mean(full)) / k
 
     def _result(self, sms, memory, occ, n_ctas, workload, size) -> SimResult:
         cfg, prog = self.cfg, self.program
@@ -273,7 +303,7 @@ class GPU:
                     "extrapolated_loop_cycles": round(smp.extrapolated_cycles, 1),
                     "extrapolated_cta_cycles": round(repeat_cycles, 1),
                     "extrapolated_fraction": round((smp.extrapolated_cycles + repeat_cycles) / cycles, 4) if cycles else 0.0,
-                    "fast_forwards": smp.fast_forwards,
+                    "fast_forwards": smp.fast_forwards, "synthesized_iterations": smp.synthesized,
                     "trace_left_out_instructions": 0 if self.trace.elision is None else int(self.trace.elision.pc_counts.sum()), "error_estimate": round(smp.error_estimate(sim_cycles), 4),
                     "what": "SM 0 simulated with its first CTAs (up to two waves, refilled as they finish) and "
                             "1/busy SMs of L2/DRAM bandwidth; main-loop iterations fast-forwarded once the "

@@ -3,20 +3,25 @@
 GEMM warps spend most of their time in one loop whose iterations look alike. The sampler watches
 the SM in windows of cycles; while every resident warp is inside the loop (past its first iteration
 and short of its last `margin`), it measures the loop progress rate (iterations per cycle per warp).
-Once `converge` consecutive windows agree within `tolerance`, it fast-forwards every warp by the
-same number of iterations (its stream position jumps by whole iterations, so it stays at the same
-point of an iteration), adds the corresponding cycles, instructions and stall cycles (the last
-window's, scaled), and goes back to detailed simulation to watch again. It never fires before
-convergence, and never across a warp's loop exit, so prologues, epilogues and CTA tails are always
-simulated in detail. The spread of the window rates gives the error estimate.
+Once `converge` consecutive windows agree within `tolerance`, it fast-forwards: the clock moves on
+by the cycles that bring the fastest CTA to `margin` iterations short of its loop exit, and every
+CTA moves on by the iterations it completes in those cycles at its own rate over the converged
+windows (CTAs on crowded sub-partitions, or younger ones under GTO, are slower: moving all at the
+SM's mean rate made them finish together, 10-12% early on 5-CTA SGEMM SMs). Moves are by whole
+iterations, so a warp stays at the same point of an iteration. Stall cycles are the last window's,
+scaled. Then detailed simulation goes on and the sampler watches again. It never fires before
+convergence, and never across a loop exit, so prologues, epilogues and CTA tails are simulated in
+detail. The spread of the window rates gives the error estimate.
 
-The trace need not hold the iterations that are fast-forwarded over: built with
-`keep_loop=(KEEP_HEAD, KEEP_TAIL)` it holds each warp's first and last iterations only
-(`gpusim.trace.elide`). The sampler then counts positions in the warp's whole stream ("virtual"
-positions: recorded ones shifted by the left-out instructions past the gap) and a fast-forward
-must carry a warp across its gap in one jump; a warp that reaches its gap by normal simulation
-means the loop did not converge in time, and `check_gaps_crossed` raises `TraceTooShort` (the
-driver then builds the full trace).
+The trace need not hold the iterations in between: built with `keep_loop=(KEEP_HEAD, KEEP_TAIL)` it
+holds each warp's first and last iterations only (`gpusim.trace.elide`). The sampler counts
+iterations over the warp's whole loop; a fast-forward that lands a warp among the left-out
+iterations, or a warp that reaches them by simulation, gets them made up one at a time
+(`synthesize`): a copy of the kept iteration of the same parity (double-buffered loops alternate
+two shared-memory layouts), whose global addresses are moved on by the stride per iteration seen
+between kept iterations. Where that rule does not hold (iterations of different lengths, or
+addresses that do not move by one stride per lane), `TraceTooShort` is raised and the driver
+builds the full trace.
 """
 
 from __future__ import annotations
@@ -34,141 +39,246 @@ KEEP_HEAD = 48
 KEEP_TAIL = 48
 
 
+PERIOD = 2  # iterations after which a GEMM loop's shared-memory layout repeats (double buffering)
+
+
 def loop_branch(program, pcs: list[int]) -> int | None:
     """The most executed backward branch in a warp's stream (the main loop's back edge)."""
     return main_loop_branch(program, np.bincount(np.asarray(pcs, dtype=np.int64), minlength=len(program)))
 
 
+class LoopState:
+    """One warp's main loop as the sampler sees it: `backs`, the recorded positions of its back
+    edges; `consumed`, iterations fast-forwarded over that the stream does not hold (all before the
+    warp's position); and, while the trace still leaves some out, the recorded position `cut` where
+    they would sit, the loop iterations [`g_lo`, `g_hi`) they are, and their length in instructions."""
+
+    __slots__ = ("backs", "consumed", "consumed_instructions", "cut", "g_lo", "g_hi", "length", "head", "strides")
+
+    def __init__(self, backs, gap=None):
+        self.backs, self.consumed, self.consumed_instructions, self.cut = backs, 0, 0, -1
+        self.g_lo = self.g_hi = self.length = self.head = 0
+        self.strides = {}  # parity -> [(offset in the iteration, template row, byte stride)]
+        if gap is not None:
+            at, iters, skipped = gap
+            self.cut, self.g_lo = at, bisect_left(backs, at)
+            self.g_hi, self.head = self.g_lo + iters, self.g_lo
+            self.length = skipped // iters
+            head_lengths = set(np.diff(backs[:self.g_lo]).tolist())  # iterations 1 .. head - 1
+            if skipped % iters or head_lengths - {self.length}:
+                raise TraceTooShort("main-loop iterations differ in length: the left-out ones cannot be made up")
+
+    def total(self) -> int:
+        """Back edges of the whole stream (iterations of the loop)."""
+        return len(self.backs) + self.consumed + (self.g_hi - self.g_lo if self.cut >= 0 else 0)
+
+
 class Sampler:
     def __init__(self, program, tolerance: float = 0.03, converge: int = 3, margin: int = 2,
-                 min_window: float = 400.0, max_window: float = 200_000.0, elision=None):
+                 min_window: float = 400.0, max_window: float = 200_000.0, elision=None, gpu=None):
         self.program, self.tolerance, self.converge, self.margin = program, tolerance, converge, margin
         self.window = min_window
         self.min_window, self.max_window = min_window, max_window
         self.next_check = min_window
         self.rates: list[float] = []
+        self.marks: list = []  # snapshots at the ends of the windows of `rates` (and the one before)
         self.snapshot = None
         self.extrapolated_cycles = 0.0
         self.extrapolated_instructions = 0
         self.fast_forwards = 0
-        self.all_rates: list[float] = []  # every converged window (for the error estimate)
-        self.boundaries: dict[int, list[int]] = {}  # warp gid -> stream positions of the back edge
+        self.synthesized = 0  # left-out iterations made up
+        self.spreads: list[tuple[float, float]] = []  # per fast-forward: (cycles, spread of its windows' rates)
+        self.loops: dict[int, LoopState] = {}  # warp gid -> its loop
         self.branch: int | None = None if elision is None else elision.branch
-        # warp gid -> (recorded position where its kept tail begins, iterations and instructions left out)
         self.gaps: dict[int, tuple[int, int, int]] = {} if elision is None else dict(elision.warps)
-        self.crossed: set[int] = set()  # warps fast-forwarded across their gap
+        self.gpu = gpu  # for making up left-out iterations (trace rows, sectors)
 
     # ---- per-warp loop bookkeeping ---------------------------------------------------------------
-    def bounds(self, w) -> list[int]:
-        """Virtual stream positions of the warp's back edges (left-out ones evenly spaced in the gap)."""
-        b = self.boundaries.get(w.gid)
-        if b is None:
+    def attach(self, w) -> None:
+        """A warp is launched: note where its left-out iterations begin (the SM calls `synthesize`
+        when the warp gets there)."""
+        w.gap_at = self.loop(w).cut
+
+    def loop(self, w) -> LoopState:
+        st = self.loops.get(w.gid)
+        if st is None:
             if self.branch is None:
                 self.branch = loop_branch(self.program, w.pcs)
-            b = [] if self.branch is None else [i for i, pc in enumerate(w.pcs) if pc == self.branch]
-            gap = self.gaps.get(w.gid)
-            if gap is not None:
-                at, iters, skipped = gap
-                head = [p for p in b if p < at]
-                step = skipped / iters
-                b = head + [head[-1] + round((j + 1) * step) for j in range(iters)] + \
-                    [p + skipped for p in b if p >= at]
-            self.boundaries[w.gid] = b
-        return b
+            backs = [] if self.branch is None else [i for i, pc in enumerate(w.pcs) if pc == self.branch]
+            st = self.loops[w.gid] = LoopState(backs, self.gaps.get(w.gid))
+        return st
 
-    def vpos(self, w) -> int:
-        """The warp's position in its whole stream (its recorded position, shifted past a gap)."""
-        gap = self.gaps.get(w.gid)
-        return w.pos + gap[2] if gap is not None and w.pos >= gap[0] else w.pos
+    def bounds(self, w) -> list[int]:
+        """Recorded stream positions of the warp's back edges."""
+        return self.loop(w).backs
 
     def iterations(self, w) -> int:
         """Loop iterations the warp has completed (back edges passed)."""
-        return bisect_left(self.bounds(w), self.vpos(w))
+        st = self.loop(w)
+        return bisect_left(st.backs, w.pos) + st.consumed
 
     def progress(self, w) -> float:
         """Completed iterations plus the fraction of the current one (by instructions), so that a
         window shorter than an iteration still measures the rate without whole-number steps."""
-        b = self.bounds(w)
-        v = self.vpos(w)
+        st = self.loop(w)
+        b, v = st.backs, w.pos
         i = bisect_left(b, v)
         if 1 <= i < len(b):
-            return i - 1 + (v - b[i - 1]) / (b[i] - b[i - 1])
-        return float(i)
-
-    def check_gaps_crossed(self, simulated_gids) -> None:
-        """Every simulated warp with a gap must have been fast-forwarded across it."""
-        missed = sorted(g for g in simulated_gids if g in self.gaps and g not in self.crossed)
-        if missed:
-            raise TraceTooShort(f"warps {missed[:4]} reached main-loop iterations the trace left out (the loop "
-                                f"did not converge within the iterations kept at its start)")
+            return i - 1 + (v - b[i - 1]) / (b[i] - b[i - 1]) + st.consumed
+        return float(i + st.consumed)
 
     # ---- the check, called by the SM between steps ----------------------------------------------
     def check(self, sm, now: float) -> None:
         self.next_check = now + self.window
         warps = [w for w in sm.warps if not w.done]
         its = {w.gid: self.iterations(w) for w in warps}
-        in_loop = warps and all(1 <= its[w.gid] < len(self.bounds(w)) - self.margin for w in warps)
+        in_loop = warps and all(1 <= its[w.gid] < self.loop(w).total() - self.margin for w in warps)
         prog = {w.gid: self.progress(w) for w in warps}
         snap = self.snapshot
-        self.snapshot = (now, prog, [row[:] for row in sm.stalls.rows], sm.issued)
+        self.snapshot = (now, prog, [row[:] for row in sm.stalls.rows])
         if not in_loop or snap is None or set(snap[1]) != set(its) or now <= snap[0]:
-            self.rates = []
+            self.rates, self.marks = [], [self.snapshot]
             return
-        t0, its0, rows0, issued0 = snap
-        progress = sum(prog[g] - its0[g] for g in prog)
+        t0, prog0, rows0 = snap
+        progress = sum(prog[g] - prog0[g] for g in prog)
         if progress <= 0:
-            self.rates = []
+            self.rates, self.marks = [], [self.snapshot]
             return
         rate = progress / (now - t0) / len(warps)  # iterations per cycle per warp
         self.rates.append(rate)
+        self.marks.append(self.snapshot)
         # about four iterations per window: the mean of `converge` windows is what is extrapolated
         self.window = min(self.max_window, max(self.min_window, 4.0 / rate))
         recent = self.rates[-self.converge:]
         if len(recent) < self.converge or (max(recent) - min(recent)) > self.tolerance * float(np.mean(recent)):
             return
-        room = min(len(self.bounds(w)) - self.margin - its[w.gid] - 1 for w in warps)
-        if room < 1:
-            return
-        self._fast_forward(sm, warps, its, room, float(np.mean(recent)), now - t0, rows0, issued0)
+        self._fast_forward(sm, warps, its, now, now - t0, rows0)
 
-    def _fast_forward(self, sm, warps, its, iters: int, rate: float, window: float, rows0, issued0) -> None:
-        cycles = iters / rate
-        moves = []  # (warp, new recorded position, virtual shift, crosses its gap)
+    def _cta_rates(self, warps, now: float) -> dict:
+        """Iterations per cycle of each resident CTA over the converged windows: the mean of its
+        warps' progress (a CTA's warps meet at its barriers, so they move together)."""
+        t_then, prog_then = self.marks[-self.converge - 1][:2]
+        prog_now = self.marks[-1][1]
+        per_cta: dict = {}
         for w in warps:
-            b = self.bounds(w)
-            i = its[w.gid]
-            shift = b[i + iters - 1] - b[i - 1]
-            v = self.vpos(w)
-            gap = self.gaps.get(w.gid)
-            if gap is None or v >= gap[0] + gap[2] or v + shift < gap[0]:  # no gap, past it, or short of it
-                moves.append((w, w.pos + shift, shift, False))
-            elif v + shift >= gap[0] + gap[2]:
-                moves.append((w, v + shift - gap[2], shift, True))
-            else:  # it would land among left-out iterations: keep simulating
-                return
+            per_cta.setdefault(w.cta, []).append((prog_now[w.gid] - prog_then[w.gid]) / (now - t_then))
+        return {cta: float(np.mean(r)) for cta, r in per_cta.items()}
+
+    def _fast_forward(self, sm, warps, its, now: float, window: float, rows0) -> None:
+        """Move the clock on by `span` cycles, the time the first CTA needs to get `margin`
+        iterations short of its loop exit, and every CTA by the whole iterations it completes in
+        that time at its own rate."""
+        rates = self._cta_rates(warps, now)
+        room: dict = {}
+        for w in warps:
+            r = self.loop(w).total() - self.margin - its[w.gid] - 1
+            room[w.cta] = min(room.get(w.cta, r), r)
+        if min(rates.values()) < 0 or max(rates.values()) <= 0:
+            return
+        span = min(room[c] / r for c, r in rates.items() if r > 0)  # cycles
+        moves = {c: min(room[c], round(r * span)) for c, r in rates.items()}
+        if max(moves.values()) < 1:
+            return
         skipped = 0
-        for w, pos, shift, crosses in moves:
-            w.pos = pos
-            skipped += shift
-            if crosses:
-                self.crossed.add(w.gid)
+        for w in warps:
+            if moves[w.cta] > 0:
+                skipped += self._move(w, its[w.gid], moves[w.cta])
         # stall cycles: the last window's, scaled to the skipped cycles
-        scale = cycles / window
+        scale = span / window
         for row, row0 in zip(sm.stalls.rows, rows0):
             for pc, (v, v0) in enumerate(zip(row, row0)):
                 if v != v0:
                     row[pc] += (v - v0) * scale
         sm.issued += skipped
-        self.extrapolated_cycles += cycles
+        self.extrapolated_cycles += span
         self.extrapolated_instructions += skipped
         self.fast_forwards += 1
-        self.all_rates.extend(self.rates[-self.converge:])
-        self.rates = []
+        recent = self.rates[-self.converge:]
+        self.spreads.append((span, (max(recent) - min(recent)) / float(np.mean(recent))))
+        self.rates, self.marks = [], []
         self.snapshot = None
 
+    def _move(self, w, i: int, n: int) -> int:
+        """Move warp `w` (`i` iterations done, inside iteration i + 1) on by `n` whole iterations, to
+        the same point of iteration i + n + 1; returns the instructions passed over. Left-out
+        iterations it passes over are counted in `consumed`; one it lands in is made up."""
+        st = self.loop(w)
+        b = st.backs
+        r = bisect_left(b, w.pos)  # recorded back edges before the warp
+        offset = w.pos - b[r - 1]  # its point in the iteration (1 = the first instruction after the back edge)
+        target = i + n  # iterations done after the move
+        before = w.pos + st.consumed_instructions  # the warp's position in its whole stream
+        if st.cut < 0 or target < st.g_lo:  # all recorded up to there
+            new = b[r + n - 1] + offset
+        elif target >= st.g_hi:  # over all the left-out iterations, into the kept tail
+            self._consume(st, st.g_hi - st.g_lo)
+            st.cut = w.gap_at = -1
+            new = b[target - st.consumed - 1] + offset
+        else:  # into the left-out iterations: pass over those before it, make it up
+            self._consume(st, target - st.g_lo)
+            at = st.cut
+            self.synthesize(w)
+            new = at - 1 + offset
+        w.pos = new
+        return new + st.consumed_instructions - before
+
+    @staticmethod
+    def _consume(st: LoopState, k: int) -> None:
+        """Pass over the next `k` left-out iterations (they stay out of the warp's stream)."""
+        st.consumed += k
+        st.consumed_instructions += k * st.length
+        st.g_lo += k
+
+    def synthesize(self, w) -> None:
+        """Make up the warp's first left-out iteration (`g_lo`) at `cut`: a copy of its kept head
+        iteration of the same parity, with global addresses moved on by the stride per iteration
+        seen between that one and the kept iteration `PERIOD` before it."""
+        st = self.loop(w)
+        t = st.head - PERIOD + (st.g_lo - st.head) % PERIOD  # the template iteration (iterations done before it)
+        if t - PERIOD < 1 or self.gpu is None:
+            raise TraceTooShort("too few main-loop iterations kept to make up the left-out ones")
+        b = st.backs
+        lo, hi = b[t - 1] + 1, b[t] + 1  # its records
+        parity = t % PERIOD
+        if parity not in st.strides:
+            st.strides[parity] = self._strides(w, lo, hi, b[t - PERIOD - 1] + 1, b[t - PERIOD] + 1)
+        m = (st.g_lo - t) // PERIOD  # periods to move on by
+        rows = w.mem_rows[lo:hi]
+        for off, row, stride in st.strides[parity]:
+            rows[off] = self.gpu.moved_row(row, m * stride)
+        at = st.cut
+        w.pcs[at:at] = w.pcs[lo:hi]
+        w.mem_rows[at:at] = rows
+        w.regc[at:at] = w.regc[lo:hi]
+        w.wavef[at:at] = w.wavef[lo:hi]
+        w.glines[at:at] = w.glines[lo:hi]
+        k = st.g_lo - st.consumed  # index of the new back edge among the recorded ones
+        n = hi - lo
+        st.backs = b[:k] + [at + n - 1] + [x + n for x in b[k:]]
+        st.g_lo += 1
+        st.cut = at + n if st.g_lo < st.g_hi else -1
+        w.gap_at = st.cut
+        self.synthesized += 1
+
+    def _strides(self, w, lo, hi, lo0, hi0) -> list:
+        """(offset, row, byte stride per `PERIOD` iterations) of the global accesses of iteration records
+        [lo, hi), from the same accesses `PERIOD` iterations earlier ([lo0, hi0))."""
+        if w.pcs[lo:hi] != w.pcs[lo0:hi0]:
+            raise TraceTooShort("main-loop iterations differ: the left-out ones cannot be made up")
+        out = []
+        for off in range(hi - lo):
+            row, row0 = w.mem_rows[lo + off], w.mem_rows[lo0 + off]
+            if row >= 0 and self.gpu.is_global(w.pcs[lo + off]):
+                stride = self.gpu.row_stride(row0, row)
+                if stride is None:
+                    raise TraceTooShort("main-loop addresses do not move by one stride per iteration: the "
+                                        "left-out iterations cannot be made up")
+                out.append((off, row, stride))
+        return out
+
     def error_estimate(self, total_cycles: float) -> float:
-        """Relative error bound of the extrapolated part: spread of the converged window rates."""
-        if not self.all_rates or total_cycles <= 0:
+        """Relative error bound of the extrapolated part: each fast-forward's cycles times the spread
+        (max - min over mean) of the window rates it extrapolated from, over the total."""
+        if total_cycles <= 0:
             return 0.0
-        spread = (max(self.all_rates) - min(self.all_rates)) / np.mean(self.all_rates)
-        return float(spread * self.extrapolated_cycles / total_cycles)
+        return float(sum(span * spread for span, spread in self.spreads) / total_cycles)

@@ -32,7 +32,7 @@ class Warp:
     """A resident warp: its dynamic instruction stream and what it waits for."""
 
     __slots__ = ("gid", "cta", "sp", "age", "pcs", "mem_rows", "regc", "wavef", "glines", "pos", "ready_at", "reason",
-                 "since", "done", "at_barrier", "sb", "reg_ready")
+                 "since", "done", "at_barrier", "sb", "reg_ready", "gap_at")
 
     def __init__(self, gid, cta, sp, age, stream, now):
         self.gid, self.cta, self.sp, self.age = gid, cta, sp, age
@@ -45,13 +45,15 @@ class Warp:
         self.at_barrier = False
         self.sb = [[] for _ in range(8)]  # per scoreboard: [(release cycle, long?)]
         self.reg_ready = {}  # dependency id -> (ready cycle, stall reason)
+        self.gap_at = -1  # sampled mode: stream position where left-out loop iterations are made up
 
 
 class CTA:
-    __slots__ = ("cid", "warps", "live", "arrived")
+    __slots__ = ("cid", "warps", "live", "arrived", "launched")
 
-    def __init__(self, cid):
+    def __init__(self, cid, launched):
         self.cid, self.warps, self.live, self.arrived = cid, [], 0, 0
+        self.launched = launched  # in the kernel's time (see SM.kernel_time)
 
 
 class SubPartition:
@@ -102,7 +104,7 @@ class SM:
         self.branch_latency = cfg.sm.scheduler.branch_latency_cycles
         self.stalls = S.StallTable(len(self.static))
         self.ctas: list[CTA] = []
-        self.cta_finish: list[float] = []
+        self.cta_residence: list[tuple[float, float]] = []  # (launch, completion) of each finished CTA
         self.warps: list[Warp] = []
         self.age = 0
         self.issued = 0  # warp instructions issued (and any the sampler fast-forwarded over)
@@ -115,14 +117,20 @@ class SM:
         self.window = gpu.window
 
     # ---- CTA residency ---------------------------------------------------------------------------
+    def kernel_time(self, now: float) -> float:
+        """Simulated cycles plus any cycles the sampler fast-forwarded so far (sampled mode)."""
+        return now + self.sampler.extrapolated_cycles if self.sampler is not None else now
+
     def launch(self, cid: int, now: float) -> None:
-        cta = CTA(cid)
+        cta = CTA(cid, self.kernel_time(now))
         for w in range(self.gpu.warps_per_cta):
             gid = cid * self.gpu.warps_per_cta + w
             sp = self.sps[self.age % len(self.sps)]  # warp slot -> sub-partition, round robin
             warp = Warp(gid, cta, sp, self.age, self.gpu.stream(gid), now + self.gpu.cta_launch_cycles)
             self.age += 1
             cta.warps.append(warp)
+            if self.sampler is not None and not warp.done:
+                self.sampler.attach(warp)
             if not warp.done:
                 sp.dirty = self.changed = True
                 cta.live += 1
@@ -134,8 +142,7 @@ class SM:
             self._cta_done(cta, now)
 
     def _cta_done(self, cta: CTA, now: float) -> None:
-        # completion in the kernel's time: simulated cycles plus any cycles fast-forwarded so far
-        self.cta_finish.append(now + (self.sampler.extrapolated_cycles if self.sampler is not None else 0.0))
+        self.cta_residence.append((cta.launched, self.kernel_time(now)))
         self.ctas.remove(cta)
         nxt = self.gpu.next_cta()
         if nxt is not None:
@@ -385,6 +392,8 @@ class SM:
             self.last_done = done
         pos += 1
         w.pos = pos
+        if pos == w.gap_at:  # sampled mode: the next loop iteration was left out of the trace
+            self.sampler.synthesize(w)
         # results: scoreboards (control codes) or register ready times
         if self.control_mode:
             if wbar is not None:

@@ -52,6 +52,7 @@ class GPU:
         self._sector_start = self._sector_list = None  # see sectors()
         self._sector_shift = int(np.log2(l1.sector_bytes))
         self.cta_queue: list[int] = []
+        self.own_queues: dict[int, list[int]] | None = None  # sampled mode: per simulated SM
         self.mode = mode
         self.footprint_bytes = footprint_bytes  # bytes of the input buffers (sampled mode's DRAM estimate)
         # timeline recording window: (first cycle, last cycle, set of CTA ids or None), or None for no timeline
@@ -164,8 +165,12 @@ class GPU:
     def make_sampler(self):
         return Sampler(self.program, elision=self.trace.elision, gpu=self) if self.mode == "sampled" else None
 
-    def next_cta(self):
-        return self.cta_queue.pop(0) if self.cta_queue else None
+    def next_cta(self, sm):
+        """The CTA `sm` launches next: from the grid's queue, or in sampled mode from the SM's own
+        (SM j runs CTAs j, j + S, ..., as the dispatcher gives them to symmetric SMs; with only some
+        SMs simulated, a shared queue would let one take another's CTAs)."""
+        queue = self.cta_queue if self.own_queues is None else self.own_queues[sm.index]
+        return queue.pop(0) if queue else None
 
     # ---- the run -------------------------------------------------------------------------------------
     def run(self, workload: str | None = None, size: int | None = None) -> SimResult:
@@ -186,10 +191,12 @@ class GPU:
     def _simulate(self, sms, ctas, occ):
         """Run `ctas` on `sms` (the dispatcher fills SMs round robin, then refills as CTAs finish)."""
         self.cta_queue = list(ctas)
+        if self.mode == "sampled":
+            self.own_queues = {sm.index: [c for c in ctas if c % self.cfg.sm_count == sm.index] for sm in sms}
         env = simpy.Environment()
         for _ in range(occ.ctas_per_sm):
             for sm in sms:
-                c = self.next_cta()
+                c = self.next_cta(sm)
                 if c is not None:
                     sm.launch(c, 0.0)
         used = [sm for sm in sms if sm.warps or sm.issued]
@@ -199,24 +206,27 @@ class GPU:
         return used
 
     def _run_sampled(self, ctas, occ, workload, size) -> SimResult:
-        """Sampled mode: SM 0 runs ceil(grid / SMs) CTAs, `ctas_per_sm` at a time, refilled as they
-        finish. The trace holds its first CTAs (up to two waves); they are simulated with the real
-        refill dynamics. If SM 0 has more CTAs, the rest are extrapolated at the steady CTA
-        throughput of the last wave simulated (completions per cycle). The SM sees its share of
-        L2/DRAM bandwidth (1 / busy SMs)."""
+        """Sampled mode: SMs 0 .. G - 1 (G from the trace: `driver.sampled_ctas`) each run
+        ceil(grid / SMs) CTAs, `ctas_per_sm` at a time, refilled as they finish. The trace holds
+        their CTAs (all of them up to three waves, else two); they are simulated with the real
+        refill dynamics, and the SMs see G / busy SMs of the L2/DRAM bandwidth. If an SM has more
+        CTAs, the rest are extrapolated at its steady CTA throughput (`_cycles_per_cta`). The
+        kernel ends with the last of the simulated SMs."""
         cfg = self.cfg
         total = self._grid_ctas()
         active = min(cfg.sm_count, total)
-        per_sm = len(range(0, total, cfg.sm_count))
-        k = occ.ctas_per_sm
-        memory = MemorySystem(cfg, cfg.clock_mhz, share=1.0 / active)
-        memory.dram_fraction = self._dram_fraction(active)
-        sm = self._simulate([SM(0, self, L1(cfg, memory))], ctas, occ)[0]
-        finish = sm.finish + sm.sampler.extrapolated_cycles
-        remaining = per_sm - len(ctas)
-        repeat_cycles = remaining * self._cycles_per_cta(sm, k) if remaining > 0 else 0.0
-        return self._result_sampled(sm, memory, occ, workload, size, per_sm, active,
-                                    finish + repeat_cycles + cfg.kernel_overhead_cycles, len(ctas), repeat_cycles)
+        g = len({c % cfg.sm_count for c in ctas})
+        memory = MemorySystem(cfg, cfg.clock_mhz, share=g / active)
+        memory.dram_fraction = self._dram_fraction(active / g)
+        sms = self._simulate([SM(j, self, L1(cfg, memory)) for j in range(g)], ctas, occ)
+        ends, repeats = [], []
+        for sm in sms:
+            remaining = len(range(sm.index, total, cfg.sm_count)) - len(sm.cta_residence)
+            repeat = remaining * self._cycles_per_cta(sm, occ.ctas_per_sm) if remaining > 0 else 0.0
+            ends.append(sm.finish + sm.sampler.extrapolated_cycles + repeat)
+            repeats.append(repeat)
+        last = int(np.argmax(ends))
+        return self._result_sampled(sms, memory, occ, workload, size, active, ends, len(ctas), repeats[last], last)
 
     @staticmethod
     def _cycles_per_cta(sm, k: int) -> float:
@@ -275,47 +285,55 @@ class GPU:
             notes=[] if self.control_mode else ["dependencies from a register scoreboard (control codes not used)"])
 
 
-    def _result_sampled(self, sm, memory, occ, workload, size, per_sm, active, cycles, n_traced,
-                        repeat_cycles) -> SimResult:
-        """SM 0's simulated CTAs scaled to the kernel: its remaining CTAs at the steady throughput,
-        the other SMs alike (counters scaled from the traced CTAs to the grid)."""
-        base = self._result([sm], memory, occ, n_traced, workload, size)
-        smp = sm.sampler
-        sim_cycles = sm.finish + smp.extrapolated_cycles
-        # warp-cycles of the whole grid, as detailed mode sums them over SMs: SM 0's untraced CTAs
-        # behave like its traced ones, the other busy SMs like SM 0 (the kernel's fixed overhead is
-        # not warp time)
-        warp_cycles = cycles - self.cfg.kernel_overhead_cycles
-        factor = (warp_cycles / sim_cycles if sim_cycles else 1.0) * active
+    def _result_sampled(self, sms, memory, occ, workload, size, active, ends, n_traced, repeat_cycles,
+                        last) -> SimResult:
+        """The simulated SMs' CTAs scaled to the kernel: their remaining CTAs at the steady
+        throughput, the other SMs alike (counters scaled from the traced CTAs to the grid). The
+        kernel's cycles are those of the SM that ends last (`last`)."""
+        cfg = self.cfg
+        cycles = max(ends) + cfg.kernel_overhead_cycles
+        base = self._result(sms, memory, occ, n_traced, workload, size)
+        # warp-cycles of the whole grid, as detailed mode sums them over SMs: each simulated SM's
+        # untraced CTAs behave like its traced ones, the other busy SMs like the simulated ones
         table = S.StallTable(len(self.program))
-        table.add(sm.stalls)
-        for row in table.rows:
-            for i, v in enumerate(row):
-                row[i] = v * factor
+        for sm, end in zip(sms, ends):
+            sim_cycles = sm.finish + sm.sampler.extrapolated_cycles
+            factor = (end / sim_cycles if sim_cycles else 1.0) * active / len(sms)
+            for row, own in zip(table.rows, sm.stalls.rows):
+                for i, v in enumerate(own):
+                    row[i] += v * factor
         scale = self._grid_ctas() / max(1, n_traced)  # counters of the traced CTAs -> the grid
         executed = self._executed()
         per_pc = [PcStalls(address=self.program.instructions[pc].address, text=self.program.instructions[pc].text,
                            executed=int(round(executed[pc] * scale)), stalls={k: round(v, 1) for k, v in r.items()})
                   for pc, r in sorted(table.per_pc().items())]
-        sm_issued = sm.issued * per_sm / max(1, n_traced)
-        sampling = {"sms_simulated": 1, "busy_sms": active, "ctas_per_sm": per_sm, "ctas_simulated": n_traced,
+        issued = sum(sm.issued for sm in sms)
+        smp = sms[last].sampler
+        sim_cycles = sms[last].finish + smp.extrapolated_cycles
+        sampling = {"sms_simulated": len(sms), "busy_sms": active,
+                    "ctas_per_sm": len(range(0, self._grid_ctas(), cfg.sm_count)), "ctas_simulated": n_traced,
                     "ctas_in_grid": self._grid_ctas(),
                     "extrapolated_loop_cycles": round(smp.extrapolated_cycles, 1),
                     "extrapolated_cta_cycles": round(repeat_cycles, 1),
                     "extrapolated_fraction": round((smp.extrapolated_cycles + repeat_cycles) / cycles, 4) if cycles else 0.0,
-                    "fast_forwards": smp.fast_forwards, "synthesized_iterations": smp.synthesized,
-                    "trace_left_out_instructions": 0 if self.trace.elision is None else int(self.trace.elision.pc_counts.sum()), "error_estimate": round(smp.error_estimate(sim_cycles), 4),
-                    "what": "SM 0 simulated with its first CTAs (up to two waves, refilled as they finish) and "
-                            "1/busy SMs of L2/DRAM bandwidth; main-loop iterations fast-forwarded once the "
-                            "iteration rate converged (never across a loop exit); SM 0's further CTAs at the "
-                            "steady CTA throughput; the other SMs alike; the trace leaves out the main-loop iterations "
-                            "that are fast-forwarded over (their shared/register counters are estimated per "
-                            "instruction from the recorded iterations)"}
+                    "fast_forwards": sum(sm.sampler.fast_forwards for sm in sms),
+                    "synthesized_iterations": sum(sm.sampler.synthesized for sm in sms),
+                    "trace_left_out_instructions": 0 if self.trace.elision is None else int(self.trace.elision.pc_counts.sum()),
+                    "error_estimate": round(smp.error_estimate(sim_cycles), 4),
+                    "what": "SMs 0 .. sms_simulated - 1 simulated with their CTAs (all up to three waves, else two; "
+                            "refilled as they finish), sharing sms_simulated / busy SMs of L2/DRAM bandwidth; "
+                            "main-loop iterations fast-forwarded once the iteration rate converged (each CTA at "
+                            "its own rate, never across a loop exit); further CTAs at each SM's steady CTA "
+                            "throughput; the kernel ends with the last of them; the other SMs alike. The trace "
+                            "leaves out the main-loop iterations that are fast-forwarded over (any that are "
+                            "simulated are made up from the kept ones; their shared/register counters are "
+                            "estimated per instruction from the recorded iterations)"}
         return base.model_copy(update={
-            "cycles": cycles, "time_s": cycles / (self.cfg.clock_mhz * 1e6) + self.cfg.launch_overhead_us * 1e-6,
-            "warp_instructions": round(sm.issued * scale), "ipc": sm_issued / cycles if cycles else 0.0,
+            "cycles": cycles, "time_s": cycles / (cfg.clock_mhz * 1e6) + cfg.launch_overhead_us * 1e-6,
+            "warp_instructions": round(issued * scale),
+            "ipc": issued * scale / active / cycles if cycles else 0.0,
             "sms_used": active, "ctas": self._grid_ctas(),
-            "waves": self._grid_ctas() / (occ.ctas_per_sm * self.cfg.sm_count),
+            "waves": self._grid_ctas() / (occ.ctas_per_sm * cfg.sm_count),
             "stalls": {k: round(v, 1) for k, v in table.totals().items()}, "stalls_per_pc": per_pc,
             "shared": {k: (round(v * scale) if isinstance(v, int) else v) for k, v in base.shared.items()},
             "registers": {k: round(v * scale) for k, v in base.registers.items()},

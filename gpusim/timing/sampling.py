@@ -75,8 +75,10 @@ class LoopState:
 
 class Sampler:
     def __init__(self, program, tolerance: float = 0.03, converge: int = 3, margin: int = 2,
-                 min_window: float = 400.0, max_window: float = 200_000.0, elision=None, gpu=None):
+                 min_window: float = 400.0, max_window: float = 200_000.0, elision=None, gpu=None,
+                 window_iterations: float = 4.0):
         self.program, self.tolerance, self.converge, self.margin = program, tolerance, converge, margin
+        self.window_iterations = window_iterations
         self.window = min_window
         self.min_window, self.max_window = min_window, max_window
         self.next_check = min_window
@@ -147,8 +149,8 @@ class Sampler:
         rate = progress / (now - t0) / len(warps)  # iterations per cycle per warp
         self.rates.append(rate)
         self.marks.append(self.snapshot)
-        # about four iterations per window: the mean of `converge` windows is what is extrapolated
-        self.window = min(self.max_window, max(self.min_window, 4.0 / rate))
+        # about `window_iterations` iterations per window: `converge` windows are what is extrapolated
+        self.window = min(self.max_window, max(self.min_window, self.window_iterations / rate))
         recent = self.rates[-self.converge:]
         if len(recent) < self.converge or (max(recent) - min(recent)) > self.tolerance * float(np.mean(recent)):
             return

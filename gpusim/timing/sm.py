@@ -144,7 +144,7 @@ class SM:
     def _cta_done(self, cta: CTA, now: float) -> None:
         self.cta_residence.append((cta.launched, self.kernel_time(now)))
         self.ctas.remove(cta)
-        nxt = self.gpu.next_cta()
+        nxt = self.gpu.next_cta(self)
         if nxt is not None:
             self.launch(nxt, now)
 

@@ -6,7 +6,14 @@ from gpusim.timing.driver import run_workload
 from gpusim.timing.sampling import Sampler
 
 CASES = [("sgemm_maxas_64", "h100", 256), ("dgemm_unroll", "gtx970", 256), ("coalescedMultiply", "h100", 256),
-         ("simpleMatMatMul_corrected", "h100", 128)]
+         ("simpleMatMatMul_corrected", "h100", 128),
+         # 5 CTAs of 2 warps per SM on 4 sub-partitions progress at different rates (-10.5% when every
+         # CTA was fast-forwarded at the SM's mean rate)
+         ("sgemm_maxas_64", "gtx970", 512),
+         # SMs in step contend for L2 fills (-4.9% with one SM simulated)
+         ("dgemm_unroll_db_128b", "h100", 512),
+         # 16 CTAs on 13 SMs: the simulated SMs must each run their own CTAs (+50% when they shared a queue)
+         ("sgemm_maxas_128", "gtx970", 512)]
 
 
 @pytest.mark.parametrize("name,card,n", CASES, ids=[f"{a}-{b}-{c}" for a, b, c in CASES])
@@ -19,6 +26,19 @@ def test_sampled_within_two_percent_of_detailed(name, card, n):
     # stall cycles are the grid's in both modes (sampled: SM 0's, scaled to every busy SM)
     assert sampled.stalls["selected"] == pytest.approx(detailed.stalls["selected"], rel=0.05)
     assert sum(sampled.stalls.values()) == pytest.approx(sum(detailed.stalls.values()), rel=0.1)
+
+
+def test_sampled_mode_simulates_a_few_sms_while_the_trace_is_small():
+    from gpusim.config import load_gpu
+    from gpusim.timing.driver import sampled_ctas
+    from gpusim.workloads import find_workload
+
+    h100 = load_gpu("h100")
+    assert sampled_ctas(find_workload("dgemm_unroll"), 512, h100) == [0, 1, 2, 3]  # 16 CTAs, 4 SMs
+    big = sampled_ctas(find_workload("sgemm_maxas_64"), 4096, h100)  # 32 CTAs per SM, 8 at a time
+    assert big == list(range(0, 16 * 132, 132))  # one SM, two waves
+    gtx970 = load_gpu("gtx970")  # 16 CTAs on 13 SMs: SMs 0-2 run two, SM 3 one
+    assert sampled_ctas(find_workload("sgemm_maxas_128"), 512, gtx970) == [0, 1, 2, 3, 13, 14, 15]
 
 
 def test_fast_forward_used_on_long_loops():

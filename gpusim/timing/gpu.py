@@ -106,8 +106,10 @@ class GPU:
         if self._mem_exec[row0] != self._mem_exec[row]:
             return None
         lanes = (int(self._mem_exec[row]) >> np.arange(32)) & 1 == 1
+        if not lanes.any():
+            return 0
         d = self.trace.addresses[row][lanes].astype(np.int64) - self.trace.addresses[row0][lanes].astype(np.int64)
-        return int(d[0]) if len(d) and (d == d[0]).all() else (0 if not len(d) else None)
+        return int(d[0]) if (d == d[0]).all() else None
 
     def moved_row(self, row: int, delta: int) -> int:
         """A new access row: global access `row` with every address moved by `delta` bytes (its
@@ -294,11 +296,13 @@ class GPU:
         cycles = max(ends) + cfg.kernel_overhead_cycles
         base = self._result(sms, memory, occ, n_traced, workload, size)
         # warp-cycles of the whole grid, as detailed mode sums them over SMs: each simulated SM's
-        # untraced CTAs behave like its traced ones, the other busy SMs like the simulated ones
+        # untraced CTAs behave like its traced ones (its time scaled to its end), and the grid's
+        # CTAs like the simulated SMs' (scaled by CTA counts: SMs may run one CTA more than others)
         table = S.StallTable(len(self.program))
+        represented = sum(len(range(sm.index, self._grid_ctas(), cfg.sm_count)) for sm in sms)
         for sm, end in zip(sms, ends):
             sim_cycles = sm.finish + sm.sampler.extrapolated_cycles
-            factor = (end / sim_cycles if sim_cycles else 1.0) * active / len(sms)
+            factor = (end / sim_cycles if sim_cycles else 1.0) * self._grid_ctas() / represented
             for row, own in zip(table.rows, sm.stalls.rows):
                 for i, v in enumerate(own):
                     row[i] += v * factor

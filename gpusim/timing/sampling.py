@@ -110,10 +110,6 @@ class Sampler:
             st = self.loops[w.gid] = LoopState(backs, self.gaps.get(w.gid))
         return st
 
-    def bounds(self, w) -> list[int]:
-        """Recorded stream positions of the warp's back edges."""
-        return self.loop(w).backs
-
     def iterations(self, w) -> int:
         """Loop iterations the warp has completed (back edges passed)."""
         st = self.loop(w)
@@ -271,7 +267,7 @@ class Sampler:
         for off in range(hi - lo):
             row, row0 = w.mem_rows[lo + off], w.mem_rows[lo0 + off]
             if row >= 0 and self.gpu.is_global(w.pcs[lo + off]):
-                stride = self.gpu.row_stride(row0, row)
+                stride = self.gpu.row_stride(row0, row) if row0 >= 0 else None
                 if stride is None:
                     raise TraceTooShort("main-loop addresses do not move by one stride per iteration: the "
                                         "left-out iterations cannot be made up")

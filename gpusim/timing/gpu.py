@@ -20,6 +20,7 @@ from gpusim.trace.elide import distinct_sectors
 
 class GPU:
     cta_launch_cycles = 0  # CTA launch overhead is not modelled
+    sampler_options: dict = {}  # keyword arguments for sampled mode's Sampler (benchmarks vary them)
 
     def __init__(self, program, trace, cfg, honour_control_codes: bool | None = None, window=None,
                  mode: str = "detailed", footprint_bytes: int | None = None):
@@ -165,7 +166,9 @@ class GPU:
         return g[0] * g[1] * g[2]
 
     def make_sampler(self):
-        return Sampler(self.program, elision=self.trace.elision, gpu=self) if self.mode == "sampled" else None
+        if self.mode != "sampled":
+            return None
+        return Sampler(self.program, elision=self.trace.elision, gpu=self, **self.sampler_options)
 
     def next_cta(self, sm):
         """The CTA `sm` launches next: from the grid's queue, or in sampled mode from the SM's own

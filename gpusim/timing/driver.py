@@ -67,6 +67,7 @@ def input_bytes(wl, size: int) -> int:
 # threads x K stay within MULTI_SM_BUDGET: SMs that run in step contend for L2 fills and DRAM
 # differently from one SM with its share of bandwidth (-4.9% on dgemm_unroll_db_128b h100 512 with
 # one SM, +0.15% with four). The budget bounds the extra emulation: it is a speed limit, not fitted.
+# (n stands in for the K loop's length; kernels with a fixed K, like the AA^T ones, are over-counted.)
 MAX_SAMPLED_SMS = 4
 MULTI_SM_BUDGET = 1 << 20
 

@@ -234,6 +234,26 @@ class GPU:
         return self._result_sampled(sms, memory, occ, workload, size, active, ends, len(ctas), repeats[last], last)
 
     @staticmethod
+    def _memory_scaled(memory: dict, sms, scale: float) -> dict:
+        """Sampled mode's cache and traffic counters, scaled to the grid: the simulated SMs count
+        only the accesses they simulated, so they are scaled by the instructions fast-forwarded
+        over (issued / simulated) and by grid CTAs / traced CTAs (before this they were the
+        simulated part's own: a 4096^3 SGEMM showed 0.2 MB of DRAM traffic). Global load
+        instructions come from the trace and are scaled by CTAs only."""
+        issued = sum(sm.issued for sm in sms)
+        simulated = issued - sum(sm.sampler.extrapolated_instructions for sm in sms)
+        factor = scale * (issued / simulated if simulated > 0 else 1.0)
+        out = {k: (round(v * scale) if k == "global_load_instructions" else round(v * factor))
+               for k, v in memory.items()}
+        # the simulated SMs' L2 cannot hold the other SMs' fills: a load that waits for another
+        # SM's fill is a hit in detailed mode. Misses are the sectors DRAM delivers (the grid's
+        # estimate, `MemorySystem._to_dram`), hits the rest of the lookups.
+        lookups = out["l2_hits"] + out["l2_misses"]
+        out["l2_misses"] = min(lookups, round(out["dram_bytes"] / sms[0].gpu.cfg.memory.l1.sector_bytes))
+        out["l2_hits"] = lookups - out["l2_misses"]
+        return out
+
+    @staticmethod
     def _cycles_per_cta(sm, k: int) -> float:
         """Sampled mode: cycles per CTA of an SM kept full with `k` CTAs (Little's law: k CTAs
         resident, each for the mean residence time, complete at k / residence per cycle). The
@@ -344,6 +364,7 @@ class GPU:
             "stalls": {k: round(v, 1) for k, v in table.totals().items()}, "stalls_per_pc": per_pc,
             "shared": {k: (round(v * scale) if isinstance(v, int) else v) for k, v in base.shared.items()},
             "registers": {k: round(v * scale) for k, v in base.registers.items()},
+            "memory": self._memory_scaled(base.memory, sms, scale),
             "sampling": sampling, "mode": "sampled"})
 
 

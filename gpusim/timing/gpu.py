@@ -78,6 +78,10 @@ class GPU:
             self._global_sectors()
         return self._sector_list[self._sector_start[row]:self._sector_start[row + 1]]
 
+    def _exec_lanes(self, rows) -> np.ndarray:
+        """Which of the 32 lanes executed global access `rows` (a row id, or an array of them)."""
+        return ((self._mem_exec[rows][..., None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
+
     def _global_sectors(self, chunk: int = 65536) -> None:
         rec, kinds = self.trace.records, self._record_kinds
         rows = np.sort(rec["mem_row"][((kinds == GLOAD) | (kinds == GSTORE)) & (rec["mem_row"] >= 0)])
@@ -86,8 +90,7 @@ class GPU:
         never = np.uint64(np.iinfo(np.uint64).max)  # marks lanes that did not execute
         for i in range(0, len(rows), chunk):
             r = rows[i:i + chunk]
-            lanes = ((self._mem_exec[r][:, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
-            sec = np.where(lanes, self.trace.addresses[r] >> np.uint64(self._sector_shift), never)
+            sec = np.where(self._exec_lanes(r), self.trace.addresses[r] >> np.uint64(self._sector_shift), never)
             sec.sort(axis=1)
             first = np.ones(sec.shape, dtype=bool)
             first[:, 1:] = sec[:, 1:] != sec[:, :-1]
@@ -106,7 +109,7 @@ class GPU:
         lane of `row0`, or None if the lanes differ (or differ in which execute)."""
         if self._mem_exec[row0] != self._mem_exec[row]:
             return None
-        lanes = (int(self._mem_exec[row]) >> np.arange(32)) & 1 == 1
+        lanes = self._exec_lanes(row)
         if not lanes.any():
             return 0
         d = self.trace.addresses[row][lanes].astype(np.int64) - self.trace.addresses[row0][lanes].astype(np.int64)
@@ -117,10 +120,9 @@ class GPU:
         sectors are worked out now; the row id is past the trace's)."""
         if self._sector_start is None:
             self._global_sectors()
-        lanes = (int(self._mem_exec[row]) >> np.arange(32)) & 1 == 1
-        moved = self.trace.addresses[row][lanes].astype(np.int64) + delta
-        sectors = np.unique(moved >> self._sector_shift).tolist()  # (32 values: np.unique is fine here)
-        self._sector_list.extend(sectors)
+        moved = (self.trace.addresses[row].astype(np.int64) + delta).astype(np.uint64)
+        moved = np.where(self._exec_lanes(row), moved, np.uint64(0))
+        self._sector_list.extend(distinct_sectors(moved[None], self._sector_shift).tolist())
         self._sector_start.append(len(self._sector_list))
         return len(self._sector_start) - 2
 
@@ -142,8 +144,7 @@ class GPU:
             return int(np.count_nonzero(sec[1:] != sec[:-1])) + 1 if len(sec) else 0
         rec = self.trace.records
         rows = rec["mem_row"][(self._record_kinds == GLOAD) & (rec["mem_row"] >= 0)]
-        lanes = ((self._mem_exec[rows][:, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
-        return len(distinct_sectors(np.where(lanes, self.trace.addresses[rows], np.uint64(0)), shift))
+        return len(distinct_sectors(np.where(self._exec_lanes(rows), self.trace.addresses[rows], np.uint64(0)), shift))
 
     def _executed(self) -> np.ndarray:
         """Warp instructions executed per instruction index (the trace's, plus any it left out)."""
@@ -160,6 +161,10 @@ class GPU:
             return np.ones(len(pcs))
         recorded = np.bincount(pcs, minlength=len(self.program))
         return (executed / np.maximum(recorded, 1))[pcs]
+
+    def _ctas_of_sm(self, index: int) -> int:
+        """How many CTAs SM `index` runs when the dispatcher hands them out round robin."""
+        return len(range(index, self._grid_ctas(), self.cfg.sm_count))
 
     def _grid_ctas(self) -> int:
         g = self.trace.header["grid"]
@@ -226,15 +231,14 @@ class GPU:
         sms = self._simulate([SM(j, self, L1(cfg, memory)) for j in range(g)], ctas, occ)
         ends, repeats = [], []
         for sm in sms:
-            remaining = len(range(sm.index, total, cfg.sm_count)) - len(sm.cta_residence)
+            remaining = self._ctas_of_sm(sm.index) - len(sm.cta_residence)
             repeat = remaining * self._cycles_per_cta(sm, occ.ctas_per_sm) if remaining > 0 else 0.0
             ends.append(sm.finish + sm.sampler.extrapolated_cycles + repeat)
             repeats.append(repeat)
         last = int(np.argmax(ends))
         return self._result_sampled(sms, memory, occ, workload, size, active, ends, len(ctas), repeats[last], last)
 
-    @staticmethod
-    def _memory_scaled(memory: dict, sms, scale: float) -> dict:
+    def _memory_scaled(self, memory: dict, sms, scale: float) -> dict:
         """Sampled mode's cache and traffic counters, scaled to the grid: the simulated SMs count
         only the accesses they simulated, so they are scaled by the instructions fast-forwarded
         over (issued / simulated) and by grid CTAs / traced CTAs (before this they were the
@@ -249,7 +253,7 @@ class GPU:
         # SM's fill is a hit in detailed mode. Misses are the sectors DRAM delivers (the grid's
         # estimate, `MemorySystem._to_dram`), hits the rest of the lookups.
         lookups = out["l2_hits"] + out["l2_misses"]
-        out["l2_misses"] = min(lookups, round(out["dram_bytes"] / sms[0].gpu.cfg.memory.l1.sector_bytes))
+        out["l2_misses"] = min(lookups, round(out["dram_bytes"] / self.cfg.memory.l1.sector_bytes))
         out["l2_hits"] = lookups - out["l2_misses"]
         return out
 
@@ -322,7 +326,7 @@ class GPU:
         # untraced CTAs behave like its traced ones (its time scaled to its end), and the grid's
         # CTAs like the simulated SMs' (scaled by CTA counts: SMs may run one CTA more than others)
         table = S.StallTable(len(self.program))
-        represented = sum(len(range(sm.index, self._grid_ctas(), cfg.sm_count)) for sm in sms)
+        represented = sum(self._ctas_of_sm(sm.index) for sm in sms)
         for sm, end in zip(sms, ends):
             sim_cycles = sm.finish + sm.sampler.extrapolated_cycles
             factor = (end / sim_cycles if sim_cycles else 1.0) * self._grid_ctas() / represented
@@ -338,7 +342,7 @@ class GPU:
         smp = sms[last].sampler
         sim_cycles = sms[last].finish + smp.extrapolated_cycles
         sampling = {"sms_simulated": len(sms), "busy_sms": active,
-                    "ctas_per_sm": len(range(0, self._grid_ctas(), cfg.sm_count)), "ctas_simulated": n_traced,
+                    "ctas_per_sm": self._ctas_of_sm(0), "ctas_simulated": n_traced,
                     "ctas_in_grid": self._grid_ctas(),
                     "extrapolated_loop_cycles": round(smp.extrapolated_cycles, 1),
                     "extrapolated_cta_cycles": round(repeat_cycles, 1),

@@ -129,9 +129,9 @@ class SM:
             warp = Warp(gid, cta, sp, self.age, self.gpu.stream(gid), now + self.gpu.cta_launch_cycles)
             self.age += 1
             cta.warps.append(warp)
-            if self.sampler is not None and not warp.done:
-                self.sampler.attach(warp)
             if not warp.done:
+                if self.sampler is not None:
+                    self.sampler.attach(warp)
                 sp.dirty = self.changed = True
                 cta.live += 1
                 sp.warps.append(warp)

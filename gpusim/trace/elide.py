@@ -1,15 +1,17 @@
 """Main-loop elision: keep only the loop iterations that sampled mode simulates.
 
 Sampled mode simulates a GEMM's main loop until its iteration rate converges, then fast-forwards
-every warp to a few iterations short of the loop exit. The iterations in between are never
-replayed, so building their trace records (and their bank-conflict and coalescing columns) is
-wasted work: for a 4096^3 SGEMM that is over 90% of the trace. `elide_records` decides, per warp,
-which records to keep: the prologue and the first `head` iterations, then the last `tail`
-iterations and the epilogue. An `Elision` describes what was left out, so that the sampler can
-fast-forward across the gap and the results can count the instructions that were left out.
+each CTA towards the loop exit. Most iterations in between are never replayed, so building their
+trace records (and their bank-conflict and coalescing columns) is wasted work: for a 4096^3 SGEMM
+that is over 90% of the trace. `elide_records` decides, per warp, which records to keep: the
+prologue and the first `head` iterations, then the last `tail` iterations and the epilogue. An
+`Elision` describes what was left out, so that the sampler can move across the gap and the
+results can count the instructions that were left out.
 
-If the timing model ever reaches a gap without having fast-forwarded across it (the loop did not
-converge within `head` iterations), it raises `TraceTooShort` and the caller builds the full trace.
+A warp that lands among, or simulates into, the left-out iterations gets them made up from the kept
+ones (`gpusim.timing.sampling.Sampler.synthesize`); where that rule does not hold (iterations of
+different lengths, addresses without a fixed stride, too short a head), the sampler raises
+`TraceTooShort` and the caller builds the full trace.
 """
 
 from __future__ import annotations

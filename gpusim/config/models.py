@@ -164,6 +164,11 @@ class L2Config(_Model):
     latency_cycles: int = Field(ge=0)
     bandwidth_bytes_per_cycle: float = Field(gt=0)
     """Whole chip, per SM clock."""
+    initial: Literal["cold", "warm"] = "cold"
+    """Cache state at launch. cold: L2 holds none of the kernel's data (Nsight Compute flushes caches
+    before a profiled launch). warm: the state after a previous launch of the same kernel on the same
+    buffers (CUDA-event loops relaunch back to back), i.e. the previous launch's last-touched lines,
+    up to the L2 capacity, dirty lines written back."""
 
 
 class DramConfig(_Model):

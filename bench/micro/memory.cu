@@ -1,0 +1,216 @@
+// gpusim H100 microbenchmarks of the load/store and memory path (issue 12). Built with
+//   nvcc -arch=sm_90 -O3 -cubin -o build/memory.cubin memory.cu
+// and driven by run_memory.py beside this file. Every kernel is extern "C"; timed loops use inline
+// PTX `asm volatile` so that ptxas neither hoists, merges nor narrows the accesses being measured.
+//
+// Kernels:
+//   ldg_{ca,cg}_{32,64,128}  U independent global loads per iteration at [p + k*step], p = base +
+//                            lane*stride: L1-cached (.ca) or L2-only (.cg); one CTA per SM, W warps.
+//   ldg_stream_{32,128}      the same loads walking a large buffer (L1 and L2 misses: DRAM).
+//   stg_{32,64,128}          U global stores per iteration (small ring: L2-resident; large: DRAM).
+//   sts_{32,64,128}          U shared stores per iteration at lane*stride (conflict degree by stride).
+//   issue_{lds,ldg,stg,sts}  ONE warp issues N accesses back to back and reads the clock after each:
+//                            the issue timestamps show when the warp's accesses start to wait for a queue.
+//   read_twice               every thread reads its part of a buffer twice (grid-stride): DRAM read bytes
+//                            (Nsight) show whether the buffer survived in L2 between the passes.
+//   write_once               writes a buffer once: DRAM write bytes show how much L2 writes back in-kernel.
+//   empty                    an empty kernel, for CTA launch rate and launch overhead.
+
+#include <cstdint>
+
+#define DEVI __device__ __forceinline__
+
+DEVI long long clk() {
+    long long t;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t)::"memory");
+    return t;
+}
+
+constexpr int U = 16;  // accesses per loop iteration
+
+// ---- global loads ------------------------------------------------------------------------------------
+// Every loaded word is XORed into one of 4 accumulators (ptxas deletes loads whose values are dead,
+// asm volatile or not, and narrows vector loads with dead components): LOP3 folds two words per
+// instruction, so a 32-bit load costs 1/2 ALU op, a 128-bit one 2, on a pipe that does 2 per SM-cycle.
+#define LD32(Q)                                                                                           \
+    { unsigned a;                                                                                         \
+      asm volatile("ld.global." Q ".u32 %0, [%1+%2];" : "=r"(a) : "l"(p), "n"(OFF) : "memory");           \
+      acc[I & 3] ^= a; }
+#define LD64(Q)                                                                                           \
+    { unsigned a, b;                                                                                      \
+      asm volatile("ld.global." Q ".v2.u32 {%0,%1}, [%2+%3];" : "=r"(a), "=r"(b) : "l"(p), "n"(OFF)       \
+                   : "memory");                                                                           \
+      acc[I & 3] ^= a ^ b; }
+#define LD128(Q)                                                                                          \
+    { unsigned a, b, c, d;                                                                                \
+      asm volatile("ld.global." Q ".v4.u32 {%0,%1,%2,%3}, [%4+%5];"                                       \
+                   : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "l"(p), "n"(OFF) : "memory");                   \
+      acc[I & 3] ^= a ^ b ^ c ^ d; }
+
+template <int I, int STEP, typename F> DEVI void unroll(F f) {
+    if constexpr (I < U) {
+        f.template operator()<I, I * STEP>();
+        unroll<I + 1, STEP>(f);
+    }
+}
+
+DEVI void keep(const unsigned (&acc)[4], unsigned* sink) {  // never stores at run time (the data are 0)
+    if ((acc[0] ^ acc[1] ^ acc[2] ^ acc[3]) == 0x12345678u) sink[threadIdx.x] = acc[0];
+}
+
+DEVI void stamp(long long* out, long long t0, long long t1) {
+    if ((threadIdx.x & 31) == 0) {
+        int w = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+        out[2 * w] = t0;
+        out[2 * w + 1] = t1;
+    }
+}
+
+// loads at [base + lane*stride + k*4096] (k = 0..U-1: U different lines for every lane stride used
+// here); `flip` XORs the pointer every iteration (0: the same lines again: L1 hits with .ca)
+#define LDG_KERNEL(NAME, LD)                                                                             \
+    extern "C" __global__ void ldg_##NAME(const char* base, unsigned* sink, long long* out, int iters,    \
+                                          int stride, unsigned long long flip) {             \
+        const char* p = base + (threadIdx.x & 31) * stride;                                              \
+        unsigned acc[4] = {0, 0, 0, 0};                                                                           \
+        long long t0 = 0;                                                                                \
+        _Pragma("unroll 1") for (int rep = 0; rep < 2; ++rep) {                                          \
+            __syncthreads();                                                                             \
+            t0 = clk();                                                                                  \
+            _Pragma("unroll 1") for (int i = 0; i < iters; ++i) {                                        \
+                unroll<0, 4096>([&]<int I, int OFF>() { LD; });                                          \
+                p = (const char*)((unsigned long long)p ^ flip);                                         \
+            }                                                                                            \
+        }                                                                                                \
+        stamp(out, t0, clk());                                                                           \
+        keep(acc, sink);                                                                           \
+    }
+LDG_KERNEL(ca32, LD32("ca"))
+LDG_KERNEL(ca64, LD64("ca"))
+LDG_KERNEL(ca128, LD128("ca"))
+LDG_KERNEL(cg32, LD32("cg"))
+LDG_KERNEL(cg64, LD64("cg"))
+LDG_KERNEL(cg128, LD128("cg"))
+
+// streaming loads: each warp walks its own contiguous chunk (U * 32 * width bytes per iteration)
+#define LDG_STREAM(NAME, BYTES, LD)                                                                      \
+    extern "C" __global__ void ldg_stream_##NAME(const char* base, unsigned* sink, long long* out,       \
+                                                 int iters) {                                \
+        int w = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);                                     \
+        const char* p = base + (size_t)w * iters * (U * 32 * BYTES) + (threadIdx.x & 31) * BYTES;        \
+        unsigned acc[4] = {0, 0, 0, 0};                                                                           \
+        long long t0 = clk();                                                                            \
+        _Pragma("unroll 1") for (int i = 0; i < iters; ++i) {                                            \
+            unroll<0, 32 * BYTES>([&]<int I, int OFF>() { LD; });                                        \
+            p += U * 32 * BYTES;                                                                         \
+        }                                                                                                \
+        stamp(out, t0, clk());                                                                           \
+        keep(acc, sink);                                                                           \
+    }
+LDG_STREAM(cg32, 4, LD32("cg"))
+LDG_STREAM(cg128, 16, LD128("cg"))
+
+// ---- global stores -------------------------------------------------------------------------------------
+#define ST32 asm volatile("st.global.u32 [%0+%1], %2;" ::"l"(p), "n"(K), "r"(v) : "memory")
+#define ST64 asm volatile("st.global.v2.u32 [%0+%1], {%2,%2};" ::"l"(p), "n"(K), "r"(v) : "memory")
+#define ST128 asm volatile("st.global.v4.u32 [%0+%1], {%2,%2,%2,%2};" ::"l"(p), "n"(K), "r"(v) : "memory")
+
+// stores at [base + w*wstride + lane*bytes + k*32*bytes], advancing by `advance` bytes per iteration
+// and wrapping (AND) inside `mask`: mask small -> the same L2 lines again and again; large -> DRAM
+#define STG_KERNEL(NAME, BYTES, PTX)                                                                     \
+    extern "C" __global__ void stg_##NAME(char* base, long long* out, int iters, unsigned long long mask, \
+                                          unsigned v) {                                                  \
+        int w = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);                                     \
+        unsigned long long off = (unsigned long long)w * (U * 32 * BYTES);                               \
+        long long t0 = clk();                                                                            \
+        _Pragma("unroll 1") for (int i = 0; i < iters; ++i) {                                            \
+            char* p = base + (off & mask) + (threadIdx.x & 31) * BYTES;                                   \
+            unroll<0, 32 * BYTES>([&]<int I, int K>() { PTX; });                                                \
+            off += (unsigned long long)gridDim.x * (blockDim.x >> 5) * (U * 32 * BYTES);                 \
+        }                                                                                                \
+        stamp(out, t0, clk());                                                                           \
+    }
+STG_KERNEL(32, 4, ST32)
+STG_KERNEL(64, 8, ST64)
+STG_KERNEL(128, 16, ST128)
+
+// ---- shared stores --------------------------------------------------------------------------------------
+#define STS32 asm volatile("st.shared.u32 [%0+%1], %2;" ::"r"(a), "n"(K), "r"(v) : "memory")
+#define STS64 asm volatile("st.shared.v2.u32 [%0+%1], {%2,%2};" ::"r"(a), "n"(K), "r"(v) : "memory")
+#define STS128 asm volatile("st.shared.v4.u32 [%0+%1], {%2,%2,%2,%2};" ::"r"(a), "n"(K), "r"(v) : "memory")
+
+#define STS_KERNEL(NAME, PTX)                                                                            \
+    extern "C" __global__ void __launch_bounds__(1024) sts_##NAME(long long* out, int iters, int stride,  \
+                                                                  unsigned v) {                          \
+        extern __shared__ __align__(16) char smem[];                                                     \
+        unsigned a = (unsigned)__cvta_generic_to_shared(smem) + (threadIdx.x & 31) * stride;              \
+        long long t0 = 0;                                                                                \
+        _Pragma("unroll 1") for (int r = 0; r < 2; ++r) {                                                \
+            __syncthreads();                                                                             \
+            t0 = clk();                                                                                  \
+            _Pragma("unroll 1") for (int i = 0; i < iters; ++i) {                                        \
+                unroll<0, 128>([&]<int I, int K>() { PTX; });                                                   \
+                v += 1;                                                                                  \
+            }                                                                                            \
+        }                                                                                                \
+        stamp(out, t0, clk());                                                                           \
+    }
+STS_KERNEL(32, STS32)
+STS_KERNEL(64, STS64)
+STS_KERNEL(128, STS128)
+
+// ---- issue timestamps of one warp: when does the warp's next access have to wait? -------------------
+constexpr int NQ = 48;
+#define ISSUE_KERNEL(NAME, SETUP, PTX)                                                                   \
+    extern "C" __global__ void issue_##NAME(const char* gbase, long long* out, unsigned* sink, int stride) { \
+        extern __shared__ __align__(16) char smem[];                                                     \
+        SETUP;                                                                                           \
+        unsigned acc = 0, x[NQ];                                                                         \
+        long long t[NQ + 1];                                                                             \
+        _Pragma("unroll 1") for (int r = 0; r < 2; ++r) {                                                \
+            __syncwarp();                                                                                \
+            t[0] = clk();                                                                                \
+            _Pragma("unroll") for (int k = 0; k < NQ; ++k) {                                             \
+                PTX;                                                                                     \
+                t[k + 1] = clk();                                                                        \
+            }                                                                                            \
+            _Pragma("unroll") for (int k = 0; k < NQ; ++k) acc ^= x[k];                                  \
+        }                                                                                                \
+        if (threadIdx.x == 0)                                                                            \
+            for (int k = 0; k <= NQ; ++k) out[k] = t[k];                                                 \
+        if (acc == 0x12345678u) sink[0] = acc;                                                           \
+    }
+#define ISSUE_LDS asm volatile("ld.shared.u32 %0, [%1];" : "=r"(x[k]) : "r"(a + k * 128) : "memory")
+#define ISSUE_STS asm volatile("st.shared.u32 [%0], %1;" ::"r"(a + k * 128), "r"(k) : "memory"); x[k] = 0
+#define ISSUE_LDG asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(x[k]) : "l"(p + k * 128) : "memory")
+#define ISSUE_STG asm volatile("st.global.u32 [%0], %1;" ::"l"(q + k * 128), "r"(k) : "memory"); x[k] = 0
+ISSUE_KERNEL(lds, unsigned a = (unsigned)__cvta_generic_to_shared(smem) + (threadIdx.x & 31) * stride, ISSUE_LDS)
+ISSUE_KERNEL(sts, unsigned a = (unsigned)__cvta_generic_to_shared(smem) + (threadIdx.x & 31) * stride, ISSUE_STS)
+ISSUE_KERNEL(ldg, const char* p = gbase + (threadIdx.x & 31) * stride, ISSUE_LDG)
+ISSUE_KERNEL(stg, char* q = (char*)gbase + (threadIdx.x & 31) * stride, ISSUE_STG)
+
+// ---- L2 state: read a buffer twice, write a buffer once ------------------------------------------------
+extern "C" __global__ void read_twice(const float4* __restrict__ src, float* sink, long long n4) {
+    float acc = 0.f;
+    long long stride = (long long)gridDim.x * blockDim.x;
+#pragma unroll 1
+    for (int pass = 0; pass < 2; ++pass)
+#pragma unroll 4
+        for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n4; i += stride) {
+            float4 v = __ldcg(src + i);
+            acc += (v.x + v.y) + (v.z + v.w);
+        }
+    if (acc == 1.2345f) sink[0] = acc;
+}
+
+extern "C" __global__ void write_once(float4* dst, long long n4, float v) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+#pragma unroll 4
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n4; i += stride)
+        dst[i] = make_float4(v, v, v, v);
+}
+
+// ---- launch ----------------------------------------------------------------------------------------------
+extern "C" __global__ void empty(int* p) {
+    if (p != 0 && threadIdx.x == 1023) p[0] = 1;
+}

@@ -1,0 +1,389 @@
+#!/usr/bin/env python3
+"""gpusim H100 microbenchmarks of the load/store and memory path (memory.cu beside this file).
+
+    python3 bench/micro/run_memory.py --out RESULTS.json [--ncu]   # on the GPU machine (numpy + cupy)
+    python3 bench/micro/run_memory.py --dry-run                    # compile + check the SASS only
+
+Rates come from the SM's own clock (clock64 in the kernels): with one CTA per SM, the SM's span is
+max(end) - min(start) over its warps, and a rate is the CTA's warp instructions over that span.
+Nothing here changes clocks or any device setting. `--ncu` also profiles the L2-state kernels, the
+empty kernel and a few rate kernels once each with Nsight Compute (DRAM bytes, cycles, stall
+reasons). The JSON says how each figure was taken; README.md beside this file maps them to config fields.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import platform
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.join(HERE, "memory.cu")
+U = 16  # accesses per loop iteration (memory.cu)
+NQ = 48  # accesses of the issue-timestamp kernels
+SMS = None  # set from the device
+
+NCU_METRICS = [
+    "gpc__cycles_elapsed.max", "sm__cycles_elapsed.avg", "smsp__inst_executed.sum",
+    "dram__bytes_read.sum", "dram__bytes_write.sum",
+    "lts__t_sectors_op_read.sum", "lts__t_sectors_op_write.sum",
+    "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum", "lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum",
+    "smsp__inst_executed_op_global_ld.sum", "smsp__inst_executed_op_global_st.sum",
+] + [f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in (
+    "barrier", "branch_resolving", "dispatch_stall", "drain", "imc_miss", "lg_throttle", "long_scoreboard",
+    "math_pipe_throttle", "membar", "mio_throttle", "misc", "no_instruction", "not_selected", "selected",
+    "short_scoreboard", "sleeping", "tex_throttle", "wait")]
+
+
+def run_cmd(cmd, timeout=300):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()[:2000]}")
+    return r.stdout
+
+
+def compile_cubin(nvcc: str, build: str) -> dict:
+    os.makedirs(build, exist_ok=True)
+    cubin = os.path.join(build, "memory.cubin")
+    cmd = [nvcc, "-arch=sm_90", "-O3", "-std=c++20", "-cubin", "-o", cubin, SRC]
+    run_cmd(cmd)
+    return {"cubin": cubin, "command": " ".join(map(shlex.quote, cmd)), "nvcc_version": run_cmd([nvcc, "--version"]).strip()}
+
+
+def sass_counts(cubin: str) -> dict:
+    """Per kernel: how many global/shared accesses of each SASS form (checks that ptxas kept them)."""
+    dis = shutil.which("nvdisasm") or shutil.which("cuobjdump")
+    if dis is None:
+        try:
+            import nvidia  # the PyPI nvidia-cuda-nvdisasm package puts it under nvidia/cu13/bin
+            for p in nvidia.__path__:
+                cand = os.path.join(p, "cu13", "bin", "nvdisasm")
+                if os.path.exists(cand):
+                    dis = cand
+        except ImportError:
+            pass
+    if dis is None:
+        return {"error": "no nvdisasm/cuobjdump"}
+    text = run_cmd([dis, "-c", cubin] if dis.endswith("nvdisasm") else [dis, "-sass", cubin])
+    out, cur = {}, None
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith(".text.") and s.endswith(":"):
+            cur = s[6:-1]
+            out[cur] = {}
+        elif cur and "/*" in s and ";" in s:
+            ins = s.split("*/", 1)[1].strip().split(";")[0].split()
+            if ins and ins[0].startswith("@"):
+                ins = ins[1:]
+            if ins and ins[0].split(".")[0] in ("LDG", "STG", "LDS", "STS"):
+                out[cur][ins[0]] = out[cur].get(ins[0], 0) + 1
+    return out
+
+
+class Bench:
+    def __init__(self, cubin):
+        import cupy as cp
+        import numpy as np
+        self.cp, self.np = cp, np
+        self.mod = cp.RawModule(path=cubin)
+        self.sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
+
+    def launch(self, name, grid, block, args, shared=0):
+        f = self.mod.get_function(name)
+        if shared > 48 * 1024:
+            f.max_dynamic_shared_size_bytes = shared
+        f((grid,), (block,), args, shared_mem=shared)
+
+    def sync(self):
+        self.cp.cuda.runtime.deviceSynchronize()
+
+    def spans(self, out, warps_per_cta, ctas):
+        """Per CTA: max(end) - min(start) of its warps' clock64 stamps (SM cycles)."""
+        o = out.get().reshape(ctas, warps_per_cta, 2)
+        return [int(c[:, 1].max() - c[:, 0].min()) for c in o]
+
+    def event_ms(self, name, grid, block, args, reps=20, warm=3, shared=0):
+        cp = self.cp
+        for _ in range(warm):
+            self.launch(name, grid, block, args, shared)
+        self.sync()
+        ts = []
+        for _ in range(reps):
+            a, b = cp.cuda.Event(), cp.cuda.Event()
+            a.record()
+            self.launch(name, grid, block, args, shared)
+            b.record()
+            b.synchronize()
+            ts.append(cp.cuda.get_elapsed_time(a, b))
+        return statistics.median(ts)
+
+
+def rate_case(b: Bench, kernel, warps, args_fn, insts_per_warp, shared=0, reps=3):
+    """One CTA per SM, `warps` warps each: warp instructions per SM-cycle (median over SMs, median of reps)."""
+    cp, np = b.cp, b.np
+    ctas = b.sms
+    out = cp.zeros(ctas * warps * 2, dtype=cp.int64)
+    vals = []
+    for _ in range(reps):
+        b.launch(kernel, ctas, 32 * warps, args_fn(out), shared)
+        b.sync()
+        spans = b.spans(out, warps, ctas)
+        vals.append(statistics.median(warps * insts_per_warp / s for s in spans))
+    return {"warp_inst_per_sm_cycle": round(statistics.median(vals), 4), "reps": [round(v, 4) for v in vals],
+            "warps_per_sm": warps, "ctas": ctas}
+
+
+def m_ldg_rates(b: Bench) -> dict:
+    cp, np = b.cp, b.np
+    buf = cp.zeros(64 << 20, dtype=cp.uint8)  # 64 MB of zeros: loads stay within the first 2 MB
+    sink = cp.zeros(1 << 16, dtype=cp.uint32)
+    iters = 256
+    res = {"method": f"ldg_<q><bits>: {U} independent loads per iteration at base + lane*stride + k*4096, "
+                     f"{iters} iterations timed after one untimed pass; .ca = L1-cached (hits after the first pass), "
+                     ".cg = L2 only; 1 CTA per SM; rate = warp loads / SM cycle", "by_warps": {}, "by_stride": {}}
+    for q in ("ca", "cg"):
+        for bits in (32, 64, 128):
+            k = f"ldg_{q}{bits}"
+            for w in (1, 2, 4, 8, 16, 32):
+                res["by_warps"][f"{k}_w{w}"] = rate_case(
+                    b, k, w, lambda out: (buf, sink, out, np.int32(iters), np.int32(bits // 8), np.uint64(0)), iters * U)
+        for stride in (0, 4, 8, 16, 32, 64, 128):
+            k = f"ldg_{q}32"
+            r = rate_case(b, k, 32, lambda out: (buf, sink, out, np.int32(iters), np.int32(stride), np.uint64(0)), iters * U)
+            lines = 1 if stride == 0 else max(1, 32 * stride // 128)
+            sectors = 1 if stride == 0 else min(32, max(1, 32 * stride // 32))
+            r.update({"stride_bytes": stride, "lines_per_request": lines, "sectors_per_request": sectors})
+            res["by_stride"][f"{k}_s{stride}"] = r
+    del buf
+    return res
+
+
+def m_stream(b: Bench) -> dict:
+    """Loads that miss L1 and L2 (each warp walks its own fresh chunk of a 2+ GB buffer)."""
+    cp, np = b.cp, b.np
+    res = {"method": "ldg_stream_cg<bits>: each warp reads its own contiguous chunk once (DRAM); 1 CTA per SM",
+           "cases": {}}
+    for bits, iters in ((32, 256), (128, 64)):
+        for w in (4, 16, 32):
+            nbytes = b.sms * w * iters * U * 32 * (bits // 8)
+            buf = cp.zeros(nbytes, dtype=cp.uint8)
+            sink = cp.zeros(1 << 16, dtype=cp.uint32)
+            r = rate_case(b, f"ldg_stream_cg{bits}", w, lambda out: (buf, sink, out, np.int32(iters)), iters * U, reps=2)
+            r["bytes"] = nbytes
+            res["cases"][f"stream{bits}_w{w}"] = r
+            del buf
+            cp.get_default_memory_pool().free_all_blocks()
+    return res
+
+
+def m_stg(b: Bench) -> dict:
+    cp, np = b.cp, b.np
+    res = {"method": f"stg_<bits>: {U} coalesced stores per iteration per warp, consecutive chunks, wrapped "
+                     "inside `mask`+1 bytes (4 MB: L2-resident; 2 GB: DRAM); 1 CTA per SM of 32 warps", "cases": {}}
+    buf = cp.zeros(2 << 30, dtype=cp.uint8)
+    for bits in (32, 64, 128):
+        for label, mask in (("l2_4MB", (4 << 20) - 1), ("dram_2GB", (2 << 30) - 1)):
+            iters = 256
+            for w in (8, 32):
+                r = rate_case(b, f"stg_{bits}", w, lambda out: (buf, out, np.int32(iters), np.uint64(mask), np.uint32(7)),
+                              iters * U, reps=2)
+                r["bytes_per_sm_cycle"] = round(r["warp_inst_per_sm_cycle"] * 32 * bits / 8, 1)
+                res["cases"][f"stg{bits}_{label}_w{w}"] = r
+    del buf
+    cp.get_default_memory_pool().free_all_blocks()
+    return res
+
+
+def m_sts(b: Bench) -> dict:
+    np = b.np
+    res = {"method": f"sts_<bits>: {U} shared stores per iteration at lane*stride + k*128; 1 CTA per SM of 32 "
+                     "warps; wavefronts = conflict degree x (bits/32 for 64/128-bit: 2 or 4 per request)", "cases": {}}
+    iters = 256
+    for bits, strides in ((32, (4, 8, 16, 128)), (64, (8, 16, 256)), (128, (16, 32, 512))):
+        for stride in strides:
+            r = rate_case(b, f"sts_{bits}", 32, lambda out: (out, np.int32(iters), np.int32(stride), np.uint32(3)),
+                          iters * U, shared=24 * 1024)
+            r["stride_bytes"] = stride
+            res["cases"][f"sts{bits}_s{stride}"] = r
+    return res
+
+
+def m_issue(b: Bench) -> dict:
+    """One warp issues 48 accesses back to back with a clock read after each: the gaps show when the
+    warp's next access waits (a queue full), and how fast the queue then drains."""
+    cp, np = b.cp, b.np
+    res = {"method": f"issue_<kind>: one warp, {NQ} accesses each followed by CS2R SR_CLOCKLO; second of two "
+                     "passes (warm L1); gaps[k] = t[k+1] - t[k] in SM cycles", "cases": {}}
+    g = cp.zeros(1 << 20, dtype=cp.uint8)
+    sink = cp.zeros(64, dtype=cp.uint32)
+    for kind in ("lds", "sts", "ldg", "stg"):
+        for stride in (4, 128):
+            out = cp.zeros(NQ + 1, dtype=cp.int64)
+            runs = []
+            for _ in range(3):
+                b.launch(f"issue_{kind}", 1, 32, (g, out, sink, np.int32(stride)), shared=16 * 1024)
+                b.sync()
+                t = out.get().tolist()
+                runs.append([t[i + 1] - t[i] for i in range(NQ)])
+            res["cases"][f"{kind}_s{stride}"] = {"gaps": runs[-1], "all_runs": runs, "stride_bytes": stride}
+    return res
+
+
+def m_launch(b: Bench) -> dict:
+    cp, np = b.cp, b.np
+    res = {"method": "empty kernel, CUDA events around one launch, median of 30 after 5 warm-up", "cases": {}}
+    for block in (32, 256, 1024):
+        for grid in (1, b.sms, 8 * b.sms, 64 * b.sms, 512 * b.sms, 4096 * b.sms):
+            ms = b.event_ms("empty", grid, block, (np.uint64(0),), reps=30, warm=5)
+            res["cases"][f"g{grid}_b{block}"] = {"grid": grid, "block": block, "median_ms": ms}
+    return res
+
+
+def m_bandwidth_events(b: Bench) -> dict:
+    cp, np = b.cp, b.np
+    res = {"method": "read_twice / write_once timed with CUDA events (same buffers relaunched: warm L2), "
+                     "grid 8 x SMs x 256 threads", "cases": {}}
+    for mb in (8, 16, 24, 32, 48, 64, 256, 1024):
+        n4 = (mb << 20) // 16
+        buf = cp.ones(n4 * 4, dtype=cp.float32)
+        sink = cp.zeros(1, dtype=cp.float32)
+        res["cases"][f"read_twice_{mb}MB"] = {"ms": b.event_ms("read_twice", 8 * b.sms, 256, (buf, sink, np.int64(n4))),
+                                              "bytes_read": 2 * n4 * 16}
+        res["cases"][f"write_once_{mb}MB"] = {"ms": b.event_ms("write_once", 8 * b.sms, 256,
+                                                                 (buf, np.int64(n4), np.float32(2.0))),
+                                              "bytes_written": n4 * 16}
+        del buf
+        cp.get_default_memory_pool().free_all_blocks()
+    return res
+
+
+NCU_SIZES_MB = (8, 16, 24, 32, 40, 48, 64, 96, 256)
+
+
+def ncu_child(cubin: str) -> None:
+    """The launches Nsight Compute profiles (one each; ncu flushes caches before each)."""
+    b = Bench(cubin)
+    cp, np = b.cp, b.np
+    sink = cp.zeros(1 << 16, dtype=cp.uint32)
+    for mb in NCU_SIZES_MB:
+        n4 = (mb << 20) // 16
+        buf = cp.ones(n4 * 4, dtype=cp.float32)
+        b.launch("read_twice", 8 * b.sms, 256, (buf, cp.zeros(1, dtype=cp.float32), np.int64(n4)))
+        b.launch("write_once", 8 * b.sms, 256, (buf, np.int64(n4), np.float32(2.0)))
+        b.sync()
+        del buf
+        cp.get_default_memory_pool().free_all_blocks()
+    for grid in (1, b.sms, 64 * b.sms, 4096 * b.sms):
+        b.launch("empty", grid, 256, (np.uint64(0),))
+    g = cp.zeros(64 << 20, dtype=cp.uint8)
+    out = cp.zeros(b.sms * 64, dtype=cp.int64)
+    for k, stride in (("ldg_ca32", 4), ("ldg_ca32", 128), ("ldg_ca128", 16), ("ldg_cg32", 4), ("ldg_cg128", 16)):
+        b.launch(k, b.sms, 1024, (g, sink, out, np.int32(64), np.int32(stride), np.uint64(0)))
+    for k, stride in (("sts_32", 4), ("sts_32", 128), ("sts_128", 16)):
+        b.launch(k, b.sms, 1024, (out, np.int32(64), np.int32(stride), np.uint32(3)), shared=24 * 1024)
+    b.launch("stg_128", b.sms, 1024, (g, out, np.int32(64), np.uint64((4 << 20) - 1), np.uint32(7)))
+    b.sync()
+
+
+def m_ncu(cubin: str, ncu: str) -> dict:
+    cmd = [ncu, "--csv", "--page", "raw", "--clock-control", "none", "--metrics", ",".join(NCU_METRICS),
+           sys.executable, os.path.abspath(__file__), "--ncu-child", cubin]
+    t = time.time()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=420)
+    rows = []
+    text = r.stdout
+    start = text.find('"ID"')
+    if start >= 0:
+        rd = list(csv.reader(io.StringIO(text[start:])))
+        header = rd[0]
+        for row in rd[2:]:  # rd[1]: units
+            if len(row) == len(header):
+                rows.append(dict(zip(header, row)))
+    keep = ["Kernel Name", "Grid Size", "Block Size"] + NCU_METRICS
+    return {"command": " ".join(map(shlex.quote, cmd)), "seconds": round(time.time() - t, 1),
+            "returncode": r.returncode, "stderr_tail": r.stderr[-1500:],
+            "launch_order": "read_twice/write_once per size MB " + ",".join(map(str, NCU_SIZES_MB)) +
+                            "; empty at grids 1, SMs, 64 SMs, 4096 SMs; ldg_ca32 s4, ldg_ca32 s128, ldg_ca128 s16, "
+                            "ldg_cg32 s4, ldg_cg128 s16 (64 iters, 32 warps/SM); sts_32 s4, sts_32 s128, sts_128 s16; "
+                            "stg_128 4MB",
+            "rows": [{k: row.get(k) for k in keep} for row in rows]}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out")
+    ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--ncu", action="store_true", help="also profile with Nsight Compute")
+    ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
+    ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
+    ap.add_argument("--only", default="", help="comma list: ldg,stream,stg,sts,issue,launch,bandwidth")
+    args = ap.parse_args()
+    if args.ncu_child:
+        ncu_child(args.ncu_child)
+        return 0
+    if not args.dry_run and not args.out:
+        ap.error("--out is required unless --dry-run")
+    comp = compile_cubin(args.nvcc, os.path.join(HERE, "build"))
+    counts = sass_counts(comp["cubin"])
+    if args.dry_run:
+        print(json.dumps(counts, indent=1))
+        return 0
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        print("run_memory.py: measuring needs cupy and an NVIDIA GPU (use --dry-run to compile only)", file=sys.stderr)
+        return 2
+    R = {"meta": {"command_line": " ".join(map(shlex.quote, [sys.executable] + sys.argv)),
+                  "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": platform.node(),
+                  "compile": comp}, "sass_counts": counts, "errors": []}
+    try:
+        R["meta"]["nvidia_smi"] = run_cmd(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,"
+                                           "clocks.mem", "--format=csv,noheader"]).strip()
+    except Exception as e:  # noqa: BLE001
+        R["errors"].append(f"nvidia-smi: {e!r}")
+    b = Bench(comp["cubin"])
+    b.launch("empty", 1, 32, (b.np.uint64(0),))
+    groups = {"ldg": m_ldg_rates, "stream": m_stream, "stg": m_stg, "sts": m_sts, "issue": m_issue,
+              "launch": m_launch, "bandwidth": m_bandwidth_events}
+    only = {s for s in args.only.split(",") if s}
+    for name, fn in groups.items():
+        if only and name not in only:
+            continue
+        t = time.time()
+        try:
+            R[name] = fn(b)
+        except Exception as e:  # noqa: BLE001
+            R[name] = {"error": repr(e)}
+            R["errors"].append(f"{name}: {e!r}")
+        print(f"[{time.time() - t:6.1f} s] {name}", flush=True)
+        with open(args.out, "w") as f:  # partial results survive a time-out
+            json.dump(R, f, indent=1, default=str)
+    if args.ncu:
+        ncu = shutil.which("ncu") or "/opt/nvidia/nsight-compute/2025.3.1/ncu"
+        t = time.time()
+        try:
+            R["ncu"] = m_ncu(comp["cubin"], ncu)
+        except Exception as e:  # noqa: BLE001
+            R["ncu"] = {"error": repr(e)}
+            R["errors"].append(f"ncu: {e!r}")
+        print(f"[{time.time() - t:6.1f} s] ncu", flush=True)
+    R["meta"]["nvidia_smi_end"] = run_cmd(["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem,temperature.gpu",
+                                           "--format=csv,noheader"]).strip()
+    with open(args.out, "w") as f:
+        json.dump(R, f, indent=1, default=str)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

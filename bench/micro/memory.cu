@@ -110,6 +110,35 @@ LDG_KERNEL(cg128, LD128("cg"))
 LDG_STREAM(cg32, 4, LD32("cg"))
 LDG_STREAM(cg128, 16, LD128("cg"))
 
+// wrapped loads: warp w reads chunk (w + i * warps) of U * 32 * width bytes, wrapped inside mask + 1
+// bytes: 16 MB never fits L1 (every load misses it) but fits L2; 2 GB goes to DRAM
+#define LDG_WRAP(NAME, BYTES, LD)                                                                        \
+    extern "C" __global__ void ldg_wrap_##NAME(const char* base, unsigned* sink, long long* out, int iters, \
+                                               unsigned long long mask) {                                \
+        int w = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);                                     \
+        unsigned long long off = (unsigned long long)w * (U * 32 * BYTES);                               \
+        unsigned acc[4] = {0, 0, 0, 0};                                                                  \
+        long long t0 = clk();                                                                            \
+        _Pragma("unroll 1") for (int i = 0; i < iters; ++i) {                                            \
+            const char* p = base + (off & mask) + (threadIdx.x & 31) * BYTES;                            \
+            unroll<0, 32 * BYTES>([&]<int I, int OFF>() { LD; });                                        \
+            off += (unsigned long long)gridDim.x * (blockDim.x >> 5) * (U * 32 * BYTES);                 \
+        }                                                                                                \
+        stamp(out, t0, clk());                                                                           \
+        keep(acc, sink);                                                                                 \
+    }
+#define LDP32                                                                                             \
+    { unsigned a;                                                                                         \
+      asm volatile("ld.global.u32 %0, [%1+%2];" : "=r"(a) : "l"(p), "n"(OFF) : "memory");                 \
+      acc[I & 3] ^= a; }
+#define LDP128                                                                                            \
+    { unsigned a, b, c, d;                                                                                \
+      asm volatile("ld.global.v4.u32 {%0,%1,%2,%3}, [%4+%5];"                                             \
+                   : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "l"(p), "n"(OFF) : "memory");                   \
+      acc[I & 3] ^= a ^ b ^ c ^ d; }
+LDG_WRAP(plain32, 4, LDP32)
+LDG_WRAP(plain128, 16, LDP128)
+
 // ---- global stores -------------------------------------------------------------------------------------
 #define ST32 asm volatile("st.global.u32 [%0+%1], %2;" ::"l"(p), "n"(K), "r"(v) : "memory")
 #define ST64 asm volatile("st.global.v2.u32 [%0+%1], {%2,%2};" ::"l"(p), "n"(K), "r"(v) : "memory")
@@ -162,8 +191,11 @@ STS_KERNEL(128, STS128)
 // ---- issue timestamps of one warp: when does the warp's next access have to wait? -------------------
 constexpr int NQ = 48;
 #define ISSUE_KERNEL(NAME, SETUP, PTX)                                                                   \
-    extern "C" __global__ void issue_##NAME(const char* gbase, long long* out, unsigned* sink, int stride) { \
+    extern "C" __global__ void issue_##NAME(const char* gbase, long long* out, unsigned* sink, int stride,  \
+                                            int every) {                                                 \
         extern __shared__ __align__(16) char smem[];                                                     \
+        int wid = threadIdx.x >> 5;                                                                      \
+        if (wid % every) return;                                                                         \
         SETUP;                                                                                           \
         unsigned acc = 0, x[NQ];                                                                         \
         long long t[NQ + 1];                                                                             \
@@ -176,8 +208,8 @@ constexpr int NQ = 48;
             }                                                                                            \
             _Pragma("unroll") for (int k = 0; k < NQ; ++k) acc ^= x[k];                                  \
         }                                                                                                \
-        if (threadIdx.x == 0)                                                                            \
-            for (int k = 0; k <= NQ; ++k) out[k] = t[k];                                                 \
+        if ((threadIdx.x & 31) == 0)                                                                     \
+            for (int k = 0; k <= NQ; ++k) out[wid * (NQ + 1) + k] = t[k];                                \
         if (acc == 0x12345678u) sink[0] = acc;                                                           \
     }
 #define ISSUE_LDS asm volatile("ld.shared.u32 %0, [%1];" : "=r"(x[k]) : "r"(a + k * 128) : "memory")

@@ -219,23 +219,52 @@ def m_sts(b: Bench) -> dict:
 
 
 def m_issue(b: Bench) -> dict:
-    """One warp issues 48 accesses back to back with a clock read after each: the gaps show when the
-    warp's next access waits (a queue full), and how fast the queue then drains."""
+    """Warps issue 48 accesses back to back with a clock read after each: the gaps show when a
+    warp's next access waits (a queue full), and how fast the queue then drains. `w1`: one warp;
+    `sp2`: warps 0 and 4 of an 8-warp CTA (one sub-partition, if warps map to sub-partitions
+    by warp id mod 4), each recording its own stamps: a queue per sub-partition is shared by them,
+    a queue per warp is not."""
     cp, np = b.cp, b.np
-    res = {"method": f"issue_<kind>: one warp, {NQ} accesses each followed by CS2R SR_CLOCKLO; second of two "
-                     "passes (warm L1); gaps[k] = t[k+1] - t[k] in SM cycles", "cases": {}}
+    res = {"method": f"issue_<kind>: {NQ} accesses each followed by CS2R SR_CLOCKLO; second of two passes "
+                     "(warm L1); gaps[k] = t[k+1] - t[k] in SM cycles", "cases": {}}
     g = cp.zeros(1 << 20, dtype=cp.uint8)
     sink = cp.zeros(64, dtype=cp.uint32)
-    for kind in ("lds", "sts", "ldg", "stg"):
-        for stride in (4, 128):
-            out = cp.zeros(NQ + 1, dtype=cp.int64)
-            runs = []
-            for _ in range(3):
-                b.launch(f"issue_{kind}", 1, 32, (g, out, sink, np.int32(stride)), shared=16 * 1024)
-                b.sync()
-                t = out.get().tolist()
-                runs.append([t[i + 1] - t[i] for i in range(NQ)])
-            res["cases"][f"{kind}_s{stride}"] = {"gaps": runs[-1], "all_runs": runs, "stride_bytes": stride}
+    for label, block, every in (("w1", 32, 1), ("sp2", 256, 4)):
+        for kind in ("lds", "sts", "ldg", "stg"):
+            for stride in (4, 128):
+                out = cp.zeros((block // 32) * (NQ + 1), dtype=cp.int64)
+                runs = []
+                for _ in range(3):
+                    b.launch(f"issue_{kind}", 1, block, (g, out, sink, np.int32(stride), np.int32(every)),
+                             shared=16 * 1024)
+                    b.sync()
+                    t = out.get().reshape(block // 32, NQ + 1)
+                    runs.append({int(w): [int(t[w, i + 1] - t[w, i]) for i in range(NQ)]
+                                 for w in range(0, block // 32, every)})
+                res["cases"][f"{kind}_s{stride}_{label}"] = {"gaps": runs[-1], "starts": {int(w): int(t[w, 0])
+                                                             for w in range(0, block // 32, every)},
+                                                             "all_runs": runs, "stride_bytes": stride}
+    return res
+
+
+def m_wrap(b: Bench) -> dict:
+    """Plain loads (LDG.E, as compiled kernels issue them) that miss L1: 16 MB footprint (L2 hits) and
+    2 GB (DRAM), by warps per SM."""
+    cp, np = b.cp, b.np
+    res = {"method": "ldg_wrap_plain<bits>: warp w reads chunk w + i*warps (U loads of 32 x width bytes), "
+                     "wrapped inside the footprint; 1 CTA per SM", "cases": {}}
+    buf = cp.zeros(2 << 30, dtype=cp.uint8)
+    sink = cp.zeros(1 << 16, dtype=cp.uint32)
+    for bits in (32, 128):
+        for label, mask in (("l2_16MB", (16 << 20) - 1), ("dram_2GB", (2 << 30) - 1)):
+            iters = 128 if bits == 32 else 32
+            for w in (1, 4, 8, 16, 32):
+                r = rate_case(b, f"ldg_wrap_plain{bits}", w,
+                              lambda out: (buf, sink, out, np.int32(iters), np.uint64(mask)), iters * U, reps=2)
+                r["bytes_per_sm_cycle"] = round(r["warp_inst_per_sm_cycle"] * 32 * bits / 8, 2)
+                res["cases"][f"plain{bits}_{label}_w{w}"] = r
+    del buf
+    cp.get_default_memory_pool().free_all_blocks()
     return res
 
 
@@ -270,11 +299,22 @@ def m_bandwidth_events(b: Bench) -> dict:
 NCU_SIZES_MB = (8, 16, 24, 32, 40, 48, 64, 96, 256)
 
 
-def ncu_child(cubin: str) -> None:
+def ncu_child(cubin: str, only: str = "") -> None:
     """The launches Nsight Compute profiles (one each; ncu flushes caches before each)."""
     b = Bench(cubin)
     cp, np = b.cp, b.np
     sink = cp.zeros(1 << 16, dtype=cp.uint32)
+    out = cp.zeros(b.sms * 64, dtype=cp.int64)
+    if only in ("", "wrap"):
+        big = cp.zeros(2 << 30, dtype=cp.uint8)
+        for bits, iters in ((32, 128), (128, 32)):
+            for mask in ((16 << 20) - 1, (2 << 30) - 1):
+                b.launch(f"ldg_wrap_plain{bits}", b.sms, 1024, (big, sink, out, np.int32(iters), np.uint64(mask)))
+        b.sync()
+        del big
+        cp.get_default_memory_pool().free_all_blocks()
+    if only == "wrap":
+        return
     for mb in NCU_SIZES_MB:
         n4 = (mb << 20) // 16
         buf = cp.ones(n4 * 4, dtype=cp.float32)
@@ -286,7 +326,6 @@ def ncu_child(cubin: str) -> None:
     for grid in (1, b.sms, 64 * b.sms, 4096 * b.sms):
         b.launch("empty", grid, 256, (np.uint64(0),))
     g = cp.zeros(64 << 20, dtype=cp.uint8)
-    out = cp.zeros(b.sms * 64, dtype=cp.int64)
     for k, stride in (("ldg_ca32", 4), ("ldg_ca32", 128), ("ldg_ca128", 16), ("ldg_cg32", 4), ("ldg_cg128", 16)):
         b.launch(k, b.sms, 1024, (g, sink, out, np.int32(64), np.int32(stride), np.uint64(0)))
     for k, stride in (("sts_32", 4), ("sts_32", 128), ("sts_128", 16)):
@@ -295,9 +334,9 @@ def ncu_child(cubin: str) -> None:
     b.sync()
 
 
-def m_ncu(cubin: str, ncu: str) -> dict:
+def m_ncu(cubin: str, ncu: str, only: str = "") -> dict:
     cmd = [ncu, "--csv", "--page", "raw", "--clock-control", "none", "--metrics", ",".join(NCU_METRICS),
-           sys.executable, os.path.abspath(__file__), "--ncu-child", cubin]
+           sys.executable, os.path.abspath(__file__), "--ncu-child", cubin] + (["--ncu-only", only] if only else [])
     t = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=420)
     rows = []
@@ -312,7 +351,8 @@ def m_ncu(cubin: str, ncu: str) -> dict:
     keep = ["Kernel Name", "Grid Size", "Block Size"] + NCU_METRICS
     return {"command": " ".join(map(shlex.quote, cmd)), "seconds": round(time.time() - t, 1),
             "returncode": r.returncode, "stderr_tail": r.stderr[-1500:],
-            "launch_order": "read_twice/write_once per size MB " + ",".join(map(str, NCU_SIZES_MB)) +
+            "launch_order": "ldg_wrap_plain32 16MB, 2GB (128 iters), ldg_wrap_plain128 16MB, 2GB (32 iters), "
+                            "32 warps/SM; then (unless --ncu-only wrap) read_twice/write_once per size MB " + ",".join(map(str, NCU_SIZES_MB)) +
                             "; empty at grids 1, SMs, 64 SMs, 4096 SMs; ldg_ca32 s4, ldg_ca32 s128, ldg_ca128 s16, "
                             "ldg_cg32 s4, ldg_cg128 s16 (64 iters, 32 warps/SM); sts_32 s4, sts_32 s128, sts_128 s16; "
                             "stg_128 4MB",
@@ -325,11 +365,12 @@ def main() -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--ncu", action="store_true", help="also profile with Nsight Compute")
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
+    ap.add_argument("--ncu-only", default="", help="with --ncu: 'wrap' profiles only the wrapped-load kernels")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
-    ap.add_argument("--only", default="", help="comma list: ldg,stream,stg,sts,issue,launch,bandwidth")
+    ap.add_argument("--only", default="", help="comma list: ldg,wrap,stream,stg,sts,issue,launch,bandwidth")
     args = ap.parse_args()
     if args.ncu_child:
-        ncu_child(args.ncu_child)
+        ncu_child(args.ncu_child, args.ncu_only)
         return 0
     if not args.dry_run and not args.out:
         ap.error("--out is required unless --dry-run")
@@ -353,7 +394,7 @@ def main() -> int:
         R["errors"].append(f"nvidia-smi: {e!r}")
     b = Bench(comp["cubin"])
     b.launch("empty", 1, 32, (b.np.uint64(0),))
-    groups = {"ldg": m_ldg_rates, "stream": m_stream, "stg": m_stg, "sts": m_sts, "issue": m_issue,
+    groups = {"ldg": m_ldg_rates, "wrap": m_wrap, "stream": m_stream, "stg": m_stg, "sts": m_sts, "issue": m_issue,
               "launch": m_launch, "bandwidth": m_bandwidth_events}
     only = {s for s in args.only.split(",") if s}
     for name, fn in groups.items():
@@ -372,7 +413,7 @@ def main() -> int:
         ncu = shutil.which("ncu") or "/opt/nvidia/nsight-compute/2025.3.1/ncu"
         t = time.time()
         try:
-            R["ncu"] = m_ncu(comp["cubin"], ncu)
+            R["ncu"] = m_ncu(comp["cubin"], ncu, args.ncu_only)
         except Exception as e:  # noqa: BLE001
             R["ncu"] = {"error": repr(e)}
             R["errors"].append(f"ncu: {e!r}")

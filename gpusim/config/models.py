@@ -95,9 +95,23 @@ class SmConfig(_Model):
     shared_memory: SharedMemoryConfig
     units: dict[str, UnitConfig]
     mio_queue_depth: int = Field(ge=1)
-    """Per sub-partition: shared/constant/special ops in flight before mio_throttle."""
+    """Per sub-partition: shared-memory instructions queued for the SM's shared-memory pipe (an
+    instruction holds its place until the pipe has taken its last wavefront); one more waits in
+    mio_throttle (gpusim/timing/mem/lsu.py)."""
     lsu_queue_depth: int = Field(ge=1)
-    """Per sub-partition: global/local memory ops in flight before lg_throttle."""
+    """Per sub-partition: global/local instructions queued for the L1 tag stage (held until the stage
+    has taken its last line); one more waits in lg_throttle."""
+    mio_sub_partition_rate: float | None = Field(default=None, gt=0)
+    """Wavefronts per cycle one sub-partition's MIO queue passes on (None: only the SM-wide
+    `shared_memory.wavefronts_per_cycle` limits)."""
+    lsu_sub_partition_rate: float | None = Field(default=None, gt=0)
+    """128-byte lines per cycle one sub-partition's LSU queue passes on (None: only the SM-wide
+    `memory.l1.lines_per_cycle` limits)."""
+    mio_register_read_cycles: float = Field(default=2.0, ge=0)
+    """Cycles after a shared-memory instruction leaves its queue at which its registers have been
+    read (its read scoreboard is released: a store's data, the address)."""
+    lsu_register_read_cycles: float = Field(default=2.0, ge=0)
+    """The same for global/local instructions."""
     fp32_lanes_shared_per_sm: int | None = Field(default=None, ge=1)
     """Kepler: 192 FP32 lanes shared by the 4 schedulers (at most 6 FP32 warp-instructions per
     cycle per SM). None: each sub-partition owns its lanes."""
@@ -147,6 +161,9 @@ class L1Config(_Model):
     lines_per_cycle: float = Field(default=1.0, gt=0)
     """Tag lookups per cycle of the L1/texture pipe: a warp's global access occupies it for as many
     cycles as it touches distinct 128-byte lines (an uncoalesced access is slow even when it hits)."""
+    miss_sectors_per_warp: int | None = Field(default=None, ge=1)
+    """Sectors of L1 misses one warp may have outstanding; a load that would exceed it waits for
+    earlier misses to return (None: no limit)."""
 
     @model_validator(mode="after")
     def _geometry(self) -> "L1Config":
@@ -164,6 +181,18 @@ class L2Config(_Model):
     latency_cycles: int = Field(ge=0)
     bandwidth_bytes_per_cycle: float = Field(gt=0)
     """Whole chip, per SM clock."""
+    partitions: int = Field(default=1, ge=1)
+    """L2 partitions (GH100: two halves); an SM reads a line its own partition holds at `latency_cycles`,
+    one only the other partition holds at `far_latency_cycles` (and its partition then holds it too)."""
+    far_latency_cycles: int | None = Field(default=None, ge=0)
+    """None: `latency_cycles` (one partition)."""
+    effective_size_bytes: int | None = Field(default=None, ge=1)
+    """The capacity data actually gets (measured); None: `size_bytes`."""
+    dirty_limit_bytes: int | None = Field(default=None, ge=1)
+    """Dirty (written, not yet written back) bytes L2 keeps; past that the oldest are written back
+    to DRAM. None: limited by the capacity only."""
+    write_bandwidth_bytes_per_cycle: float | None = Field(default=None, gt=0)
+    """Bytes per cycle L2 accepts from stores (whole chip); None: `bandwidth_bytes_per_cycle`."""
     initial: Literal["cold", "warm"] = "cold"
     """Cache state at launch. cold: L2 holds none of the kernel's data (Nsight Compute flushes caches
     before a profiled launch). warm: the state after a previous launch of the same kernel on the same

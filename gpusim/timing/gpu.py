@@ -8,7 +8,7 @@ import simpy
 
 from gpusim.errors import GpusimError
 from gpusim.timing import stalls as S
-from gpusim.timing.memory import L1, MemorySystem
+from gpusim.timing.mem import L1, MemorySystem
 from gpusim.timing.occupancy import occupancy
 from gpusim.timing.precompute import SHARED_RULES, precompute
 from gpusim.timing.results import PcStalls, SimResult
@@ -195,8 +195,36 @@ class GPU:
         if self.mode == "sampled":
             return self._run_sampled(ctas, occ, workload, size)
         memory = MemorySystem(cfg, cfg.clock_mhz)
-        used = self._simulate([SM(i, self, L1(cfg, memory)) for i in range(cfg.sm_count)], ctas, occ)
+        self._warm(memory)
+        used = self._simulate([SM(i, self, L1(cfg, memory, memory.partition_of(i))) for i in range(cfg.sm_count)],
+                              ctas, occ)
         return self._result(used, memory, occ, len(ctas), workload, size)
+
+    def _warm(self, memory: MemorySystem) -> bool:
+        """`memory.l2.initial: warm`: fill L2 as the previous launch of this kernel on the same buffers
+        left it: the sectors of the trace's global accesses, in the order last touched (the records'
+        order stands for time: CTAs launch in id order), stored ones dirty. Whether it did."""
+        if self.cfg.memory.l2.initial != "warm":
+            return False
+        rec, kinds = self.trace.records, self._record_kinds
+        sel = ((kinds == GLOAD) | (kinds == GSTORE)) & (rec["mem_row"] >= 0)
+        rows = rec["mem_row"][sel]
+        if not len(rows):
+            return True
+        if self._sector_start is None:
+            self._global_sectors()
+        starts = np.asarray(self._sector_start, dtype=np.int64)
+        counts = starts[rows + 1] - starts[rows]
+        first = np.repeat(starts[rows], counts)
+        within = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+        secs = np.asarray(self._sector_list, dtype=np.uint64)[first + within]
+        stored = np.repeat(kinds[sel] == GSTORE, counts)
+        _, last_rev = np.unique(secs[::-1], return_index=True)  # each sector's last occurrence ...
+        order = np.sort(len(secs) - 1 - last_rev)  # ... in the order of last touch
+        keep = order[-memory.l2.capacity:]
+        dirty = np.isin(secs[keep], secs[stored])
+        memory.warm(secs[keep].tolist(), dirty.tolist())
+        return True
 
     def _simulate(self, sms, ctas, occ):
         """Run `ctas` on `sms` (the dispatcher fills SMs round robin, then refills as CTAs finish)."""
@@ -228,7 +256,11 @@ class GPU:
         g = len({c % cfg.sm_count for c in ctas})
         memory = MemorySystem(cfg, cfg.clock_mhz, share=g / active)
         memory.dram_fraction = self._dram_fraction(active / g)
-        sms = self._simulate([SM(j, self, L1(cfg, memory)) for j in range(g)], ctas, occ)
+        if self._warm(memory) and memory.dram_fraction is not None:
+            # a warm L2 already holds the inputs that fit in it: DRAM serves only the rest
+            fits = (cfg.memory.l2.effective_size_bytes or cfg.memory.l2.size_bytes) / max(1, self.footprint_bytes)
+            memory.dram_fraction *= max(0.0, 1.0 - fits)
+        sms = self._simulate([SM(j, self, L1(cfg, memory, memory.partition_of(j))) for j in range(g)], ctas, occ)
         ends, repeats = [], []
         for sm in sms:
             remaining = self._ctas_of_sm(sm.index) - len(sm.cta_residence)
@@ -253,7 +285,7 @@ class GPU:
         # SM's fill is a hit in detailed mode. Misses are the sectors DRAM delivers (the grid's
         # estimate, `MemorySystem._to_dram`), hits the rest of the lookups.
         lookups = out["l2_hits"] + out["l2_misses"]
-        out["l2_misses"] = min(lookups, round(out["dram_bytes"] / self.cfg.memory.l1.sector_bytes))
+        out["l2_misses"] = min(lookups, round(out["dram_read_bytes"] / self.cfg.memory.l1.sector_bytes))
         out["l2_hits"] = lookups - out["l2_misses"]
         return out
 
@@ -307,8 +339,7 @@ class GPU:
             registers={"bank_conflict_cycles": round(float((self.cols["reg_conflict_cycles"] * weight).sum())),
                        "reuse_hits": round(float((self.cols["reuse_hits"] * weight).sum()))},
             memory={"global_load_instructions": round(float(weight[gl].sum())), "l1_hits": l1h, "l1_misses": l1m,
-                    "l2_hits": memory.l2.hits, "l2_misses": memory.l2.misses, "l2_bytes": memory.l2_queue.bytes,
-                    "dram_bytes": memory.dram_queue.bytes},
+                    **memory.counters()},
             mode=self.mode,
             timeline=[e for sm in sms for e in (sm.timeline or [])] if self.window is not None else None,
             notes=[] if self.control_mode else ["dependencies from a register scoreboard (control codes not used)"])

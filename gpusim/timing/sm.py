@@ -21,6 +21,7 @@ import operator
 
 from gpusim.errors import GpusimError
 from gpusim.timing import stalls as S
+from gpusim.timing.mem import AccessQueue
 from gpusim.timing.static import BAR, BRANCH, CMEM, GLOAD, SMEM, IssueFacts
 
 EPS = 1e-9
@@ -32,7 +33,7 @@ class Warp:
     """A resident warp: its dynamic instruction stream and what it waits for."""
 
     __slots__ = ("gid", "cta", "sp", "age", "pcs", "mem_rows", "regc", "wavef", "glines", "pos", "ready_at", "reason",
-                 "since", "done", "at_barrier", "sb", "reg_ready", "gap_at")
+                 "since", "done", "at_barrier", "sb", "reg_ready", "gap_at", "misses")
 
     def __init__(self, gid, cta, sp, age, stream, now):
         self.gid, self.cta, self.sp, self.age = gid, cta, sp, age
@@ -46,6 +47,7 @@ class Warp:
         self.sb = [[] for _ in range(8)]  # per scoreboard: [(release cycle, long?)]
         self.reg_ready = {}  # dependency id -> (ready cycle, stall reason)
         self.gap_at = -1  # sampled mode: stream position where left-out loop iterations are made up
+        self.misses = []  # its outstanding L1 misses: (return cycle, lines) (mem/l1.py)
 
 
 class CTA:
@@ -57,10 +59,10 @@ class CTA:
 
 
 class SubPartition:
-    __slots__ = ("index", "warps", "pipe_names", "pipes", "busy", "dispatch_free", "last", "order", "lsu_inflight",
+    __slots__ = ("index", "warps", "pipe_names", "pipes", "busy", "dispatch_free", "last", "order", "mio", "lsu",
                  "wake", "dirty")
 
-    def __init__(self, index, pipe_names):
+    def __init__(self, index, pipe_names, sm_cfg):
         self.index = index
         self.warps: list[Warp] = []
         self.pipe_names = pipe_names  # pipe id -> name (IssueFacts)
@@ -69,7 +71,8 @@ class SubPartition:
         self.dispatch_free = 0.0
         self.last = None  # the warp that issued last
         self.order = None  # gto: its warps in the order the scheduler tries them (None: to be worked out)
-        self.lsu_inflight: list[float] = []
+        self.mio = AccessQueue(sm_cfg.mio_queue_depth, sm_cfg.mio_sub_partition_rate)  # shared memory
+        self.lsu = AccessQueue(sm_cfg.lsu_queue_depth, sm_cfg.lsu_sub_partition_rate)  # global/local
         self.wake = 0.0  # earliest cycle at which one of its warps can issue
         self.dirty = True  # its warps changed since `wake` was computed
 
@@ -91,15 +94,15 @@ class SM:
         facts = gpu.issue_facts
         self.facts = facts
         self.execute_facts, self.operand_wait = facts.execute, facts.operand_wait  # read per instruction
-        self.sps = [SubPartition(i, facts.pipe_names) for i in range(cfg.sm.sub_partitions)]
+        self.sps = [SubPartition(i, facts.pipe_names, cfg.sm) for i in range(cfg.sm.sub_partitions)]
         self.policy = cfg.sm.scheduler.policy
         self.smem_free = 0.0
         self.l1_free = 0.0  # the L1/texture tag stage: one cycle per distinct line of an access
         self.l1_lpc = cfg.memory.l1.lines_per_cycle
         self.smem_wpc = cfg.sm.shared_memory.wavefronts_per_cycle
         self.smem_latency = cfg.sm.shared_memory.latency_cycles
-        self.mio_depth = cfg.sm.mio_queue_depth
-        self.lsu_depth = cfg.sm.lsu_queue_depth
+        self.mio_read = cfg.sm.mio_register_read_cycles
+        self.lsu_read = cfg.sm.lsu_register_read_cycles
         self.const_latency = cfg.memory.constant_latency_cycles
         self.branch_latency = cfg.sm.scheduler.branch_latency_cycles
         self.stalls = S.StallTable(len(self.static))
@@ -176,7 +179,7 @@ class SM:
         complete = self.policy != "two_level"  # the policy's order holds all the sub-partition's warps
         attempt, pairs = self.facts.attempt, self.facts.pairs
         rows = self.stalls.rows
-        SELECTED, NOT_SELECTED, MATH = S.SELECTED, S.NOT_SELECTED, S.MATH
+        SELECTED, NOT_SELECTED = S.SELECTED, S.NOT_SELECTED
         float_clock, one = self.tick is float, self.tick(1)
         INF = math.inf
         next_check = sampler.next_check if sampler is not None else INF  # the sampler's next look
@@ -204,10 +207,10 @@ class SM:
                                     wake = w.ready_at
                                 continue
                             pc = w.pcs[w.pos]
-                            pipe, queue = attempt[pc]
+                            pipe, queue, busy_reason = attempt[pc]
                             until = pipes[pipe]
                             if until > bound:
-                                throttle = MATH
+                                throttle = busy_reason
                             elif queue:
                                 throttle, until = self._queue_full(sp, queue, now)
                             else:
@@ -321,20 +324,14 @@ class SM:
         return [w for w in ws if not (w.reason == S.LONG_SB and w.ready_at > now)][:n]
 
     def _queue_full(self, sp: SubPartition, queue: int, now: float) -> tuple[int, float]:
-        """Queue throttles: a shared-memory access waits while the MIO queue holds more than
-        `mio_queue_depth` cycles of work (mio_throttle); a global access while `lsu_queue_depth`
-        accesses are in flight or the L1 tag stage is that many cycles behind (lg_throttle).
+        """Queue throttles: a shared-memory access waits while its sub-partition's MIO queue is full
+        (mio_throttle), a global access while its LSU queue is (lg_throttle); see mem/lsu.py.
         (stall reason, cycle it may try again), or (0, _) if it may go."""
         if queue == SMEM:
-            if self.smem_free - now > self.mio_depth:
-                return S.MIO, self.smem_free - self.mio_depth
-            return 0, now
-        inflight = sp.lsu_inflight = [t for t in sp.lsu_inflight if t > now]
-        if len(inflight) >= self.lsu_depth:
-            return S.LG, min(inflight)
-        if self.l1_free - now > self.lsu_depth:  # the tag stage's queue is full
-            return S.LG, self.l1_free - self.lsu_depth
-        return 0, now
+            until = sp.mio.full_until(now)
+            return (0, now) if until is None else (S.MIO, until)
+        until = sp.lsu.full_until(now)
+        return (0, now) if until is None else (S.LG, until)
 
     def _record_wait(self, w: Warp, since: float, ready: float, now: float, pc: int) -> None:
         """Timeline events of a wait: its reason until `ready`, then not_selected until `now`."""
@@ -383,11 +380,11 @@ class SM:
         self.issued += 1
         regc = w.regc[pos]
         if mem:
-            done, long_wait = self._access(sp, w, kind, pos, readonly, now)
+            done, long_wait, read = self._access(sp, w, kind, pos, readonly, now)
         elif regc:
-            done, long_wait = now + latency + regc, False
+            done, long_wait, read = now + latency + regc, False, now + 2 + regc
         else:
-            done, long_wait = now + latency, False
+            done, long_wait, read = now + latency, False, now + 2
         if writes and done > self.last_done:  # results and stores, not EXIT/BRA
             self.last_done = done
         pos += 1
@@ -398,8 +395,8 @@ class SM:
         if self.control_mode:
             if wbar is not None:
                 w.sb[wbar].append((done, long_wait))
-            if rbar is not None:
-                w.sb[rbar].append((now + 2 + regc, False))
+            if rbar is not None:  # its source registers have been read
+                w.sb[rbar].append((read, long_wait))
         else:
             reason = S.LONG_SB if long_wait else result_reason
             for d in dsts:
@@ -426,26 +423,33 @@ class SM:
             sp.dispatch_free = now + 1 + regc
         w.ready_at, w.reason = t, reason
 
-    def _access(self, sp: SubPartition, w: Warp, kind: int, pos: int, readonly: bool, now: float) -> tuple[float, bool]:
-        """A memory access: (cycle its data is there, long scoreboard?). Shared memory: the SM-wide
-        MIO queue serves `wavefronts_per_cycle`, then the shared latency. Global: the L1 tag stage
-        takes one cycle per `lines_per_cycle` distinct lines, then L1/L2/DRAM (`memory`); the access
-        stays in the LSU queue until it completes. Constant loads: the constant latency."""
+    def _access(self, sp: SubPartition, w: Warp, kind: int, pos: int, readonly: bool,
+                now: float) -> tuple[float, bool, float]:
+        """A memory access: (cycle its data is there, long scoreboard?, cycle its registers have been
+        read). It passes its sub-partition's queue (mem/lsu.py), then the SM-wide stage: for shared
+        memory the banks at `wavefronts_per_cycle`, then the shared latency; for global accesses the
+        L1 tag stage at `lines_per_cycle` distinct lines, then L1/L2/DRAM (mem/l1.py, mem/l2.py).
+        Constant loads: the constant latency."""
         if kind == SMEM:
-            wf = w.wavef[pos]
-            start = self.smem_free if self.smem_free > now else now
-            self.smem_free = start + max(wf, 1) / self.smem_wpc
-            self.smem_wavefronts += wf
-            return self.smem_free + self.smem_latency, False
+            wf = max(w.wavef[pos], 1)
+            start, sp_done = sp.mio.enter(now, wf)
+            begin = self.smem_free if self.smem_free > start else start
+            self.smem_free = begin + wf / self.smem_wpc
+            taken = self.smem_free if self.smem_free > sp_done else sp_done
+            sp.mio.taken(taken)
+            self.smem_wavefronts += w.wavef[pos]
+            return taken + self.smem_latency, False, start + self.mio_read
         if kind == CMEM:
-            return now + self.const_latency, False
+            return now + self.const_latency, False, now + 2
+        lines = max(1, w.glines[pos])
+        start, sp_done = sp.lsu.enter(now, lines)
+        begin = self.l1_free if self.l1_free > start else start
+        self.l1_free = begin + lines / self.l1_lpc
+        taken = self.l1_free if self.l1_free > sp_done else sp_done
+        sp.lsu.taken(taken)
         sectors = self.gpu.sectors(w.mem_rows[pos])
-        start = self.l1_free if self.l1_free > now else now
-        self.l1_free = start + max(1, w.glines[pos]) / self.l1_lpc
-        t = self.l1_free
-        done = self.l1.load(t, sectors, readonly) if kind == GLOAD else self.l1.store(t, sectors)
-        sp.lsu_inflight.append(done)
-        return done, True
+        done = self.l1.load(taken, sectors, readonly, w) if kind == GLOAD else self.l1.store(taken, sectors)
+        return done, True, start + self.lsu_read
 
     def _operands_ready(self, w: Warp, pc: int, t: float, now: float) -> tuple[float, int]:
         """When the warp's next instruction `pc`, which cannot issue before `t`, has its operands,

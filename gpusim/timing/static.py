@@ -90,6 +90,14 @@ def static_info(program: Program, cfg) -> list[StaticInfo]:
     return out
 
 
+def _busy_reason(kind: int) -> int:
+    if kind in (GLOAD, GSTORE):
+        return S.LG
+    if kind in (SMEM, CMEM):
+        return S.MIO
+    return S.MATH
+
+
 class IssueFacts:
     """The per instruction facts of `StaticInfo` in the form the SM's issue loop reads them: pipes as
     small integers (indices into a sub-partition's pipe lists), the fields of one instruction in one
@@ -107,8 +115,12 @@ class IssueFacts:
         self.pipe_names = sorted({s.pipe for s in static})  # pipe id -> pipe name
         pipe_id = {name: i for i, name in enumerate(self.pipe_names)}
         # per instruction index, what an issue attempt checks: (pipe id, the queue it enters: SMEM (the
-        # MIO queue), GLOAD or GSTORE (the LSU queue), or 0 for none)
-        self.attempt = [(pipe_id[s.pipe], s.kind if s.kind in (SMEM, GLOAD, GSTORE) else 0) for s in static]
+        # MIO queue), GLOAD or GSTORE (the LSU queue), or 0 for none, the stall reason while its pipe is
+        # busy: Nsight Compute charges a warp waiting for the LSU pipe lg_throttle, for the MIO pipe
+        # mio_throttle (validation/h100/micro/memory_h100.json, ncu rows of ldg_ca32 and sts_32),
+        # for a math pipe math_pipe_throttle)
+        self.attempt = [(pipe_id[s.pipe], s.kind if s.kind in (SMEM, GLOAD, GSTORE) else 0, _busy_reason(s.kind))
+                        for s in static]
         # what issuing it does: (kind, pipe id, occupancy, latency, cycles to the warp's next issue at the
         # earliest (control codes: the stall count, at least 1; scoreboard: 1), write barrier, read barrier,
         # writes a result or stores (the SM is busy until it lands), read-only path, destination ids, their

@@ -1,0 +1,198 @@
+"""The chip's L2: an LRU over 32-byte sectors with write-back, shared by all SMs, in front of DRAM.
+
+- Loads that miss L1 look sectors up here; a miss fills the sector from DRAM (a sector whose fill is
+  in flight is waited for, as an MSHR merges misses). All sectors pass the L2 bandwidth queue.
+- Stores write through L1 to here and allocate without reading DRAM (Nsight: a kernel that only
+  writes reads no DRAM bytes, `write_once` in validation/h100/micro/memory_h100.json). The sector
+  becomes dirty; DRAM sees it only when it is written back: when it is evicted, or when the dirty
+  sectors exceed `dirty_limit_bytes` (then the oldest dirty sector is cleaned). Dirty data left at
+  the kernel's end stays in L2 (Nsight counts no write-back after the kernel).
+- Capacity is the measured effective one: a buffer read twice by the whole GPU comes from DRAM once
+  up to 32 MB and twice from 48 MB on (H100 `read_twice`), though the card reports 50 MB; written
+  data stays in L2 up to about 20 MB (`write_once`: DRAM writes = buffer - 19.5..21 MB).
+- Two partitions (GH100): a sector is read at the near latency from the partition of the reading SM
+  if that partition holds it, else at the far latency, after which both hold it (LUO25: 264.5 near,
+  502 far on the H800). A pointer chase the same SM walked before sees the near latency (279, the
+  config's `latency_cycles`); 16 loads of one warp over lines other SMs touched last come back after
+  ~580 cycles (validation/h100/micro/memory2_h100.json, `wrap`). A store leaves the line in the
+  writer's partition only.
+- `initial: warm` starts from the state a previous launch of the same kernel on the same buffers
+  leaves (CUDA-event loops relaunch back to back): its sectors, last touched last, up to capacity.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from gpusim.timing.mem.dram import BandwidthQueue, Dram
+
+
+class SectorCache:
+    """LRU set of sector addresses with a capacity in bytes; counts hits and misses. Each sector
+    remembers when its fill completes, so a request that finds a fill in flight waits for it
+    (misses to the same sector merge, as in an MSHR) instead of counting as an early hit."""
+
+    def __init__(self, size_bytes: int, sector_bytes: int = 32):
+        self.capacity = max(1, size_bytes // sector_bytes)
+        self.sectors: OrderedDict[int, float] = OrderedDict()
+        self.hits = self.misses = 0
+
+    def lookup(self, sector: int) -> float | None:
+        """The cycle the sector's data is there (a hit, possibly still filling), or None (a miss)."""
+        ready = self.sectors.get(sector)
+        if ready is not None:
+            self.sectors.move_to_end(sector)
+            self.hits += 1
+            return ready
+        self.misses += 1
+        return None
+
+    def fill(self, sector: int, ready: float) -> int | None:
+        """Insert (or refresh) a sector; the sector evicted to make room, if any."""
+        self.sectors[sector] = ready
+        self.sectors.move_to_end(sector)
+        if len(self.sectors) > self.capacity:
+            return self.sectors.popitem(last=False)[0]
+        return None
+
+    def access(self, sector: int) -> bool:
+        """Hit or miss, allocating on a miss (fill time unknown: treated as immediate)."""
+        if self.lookup(sector) is not None:
+            return True
+        self.fill(sector, 0.0)
+        return False
+
+
+class MemorySystem:
+    """Chip-wide L2 and DRAM shared by all SMs (each SM owns an `L1`)."""
+
+    def __init__(self, cfg, clock_mhz: float, share: float = 1.0):
+        """`share`: the fraction of the chip this model stands for (sampled mode simulates a few SMs
+        and gives them their part of the L2/DRAM bandwidth and of the L2's room for dirty data)."""
+        mem = cfg.memory
+        l2 = mem.l2
+        self.sector_bytes = sb = mem.l1.sector_bytes
+        self.l2 = SectorCache(l2.effective_size_bytes or l2.size_bytes, sb)
+        self.l2_queue = BandwidthQueue(l2.bandwidth_bytes_per_cycle * share)
+        # a written sector occupies the L2 queue as long as read_bw / write_bw read sectors
+        self.write_cost = l2.bandwidth_bytes_per_cycle / l2.write_bandwidth_bytes_per_cycle \
+            if l2.write_bandwidth_bytes_per_cycle else 1.0
+        limit = l2.dirty_limit_bytes if l2.dirty_limit_bytes is not None else self.l2.capacity * sb
+        self.dirty_capacity = max(1, int(limit * share) // sb)
+        self.dirty: OrderedDict[int, None] = OrderedDict()  # dirty sectors, oldest write first
+        self.dram = Dram(mem.dram.bandwidth_gb_s * 1e9 / (clock_mhz * 1e6) * share, mem.dram.latency_cycles)
+        self.l2_latency = l2.latency_cycles
+        self.far_latency = l2.far_latency_cycles if l2.far_latency_cycles is not None else l2.latency_cycles
+        self.partitions = l2.partitions
+        self.held_by: dict[int, int] = {}  # sector -> bit mask of the partitions holding it (partitions > 1)
+        self.l2_bytes = 0  # bytes read from or written to L2
+        self.dram_fraction: float | None = None  # sampled mode: share of local L2 misses that go to DRAM
+        self._dram_credit = 0.0
+
+    # ---- loads -----------------------------------------------------------------------------------
+    def partition_of(self, sm_index: int) -> int:
+        """The L2 partition an SM is attached to. assumption: alternating SM numbers (no source gives the
+        mapping; with it the few SMs sampled mode simulates see both partitions, as the grid does)."""
+        return sm_index % self.partitions
+
+    def fetch(self, now: float, sectors, partition: int = 0) -> float:
+        """Sectors a load missed in L1: serve them from L2 or DRAM; return the completion cycle."""
+        done = now
+        sb = self.sector_bytes
+        to_dram = self._to_dram()  # sampled mode: decided per access, see _to_dram
+        split = self.partitions > 1
+        bit = 1 << partition
+        held = self.held_by
+        for s in sectors:
+            t = self.l2_queue.serve(now, sb)
+            self.l2_bytes += sb
+            ready = self.l2.lookup(s)
+            if ready is not None:  # in L2, or on its way from DRAM
+                if split and not held.get(s, bit) & bit:  # only the other partition has it
+                    held[s] = held.get(s, 0) | bit
+                    finish = max(t + self.far_latency, ready)
+                else:
+                    finish = max(t + self.l2_latency, ready)
+            else:
+                finish = self.dram.read(now, sb) if to_dram else now + self.dram.latency
+                self._evicted(self.l2.fill(s, finish), now)
+                if split:
+                    held[s] = bit
+            if finish > done:
+                done = finish
+        return done
+
+    # ---- stores ----------------------------------------------------------------------------------
+    def store(self, now: float, sectors, partition: int = 0) -> float:
+        """Sectors a store writes (through L1): allocated in L2 dirty, no DRAM read. Returns the cycle
+        the last write has reached L2."""
+        done = now
+        sb = self.sector_bytes
+        if self.partitions > 1:
+            for s in sectors:
+                self.held_by[s] = 1 << partition
+        for s in sectors:
+            t = self.l2_queue.serve(now, sb * self.write_cost)
+            self.l2_bytes += sb
+            finish = t + self.l2_latency
+            ready = self.l2.sectors.get(s)
+            self._evicted(self.l2.fill(s, finish if ready is None else max(ready, finish)), now)
+            self._make_dirty(s, now)
+            if finish > done:
+                done = finish
+        return done
+
+    def _make_dirty(self, sector: int, now: float) -> None:
+        dirty = self.dirty
+        if sector in dirty:
+            dirty.move_to_end(sector)
+            return
+        dirty[sector] = None
+        if len(dirty) > self.dirty_capacity:  # clean the oldest dirty sector: write it back
+            dirty.popitem(last=False)
+            self.dram.write(now, self.sector_bytes)
+
+    def _evicted(self, sector: int | None, now: float) -> None:
+        if sector is None:
+            return
+        self.held_by.pop(sector, None)
+        if sector in self.dirty:
+            del self.dirty[sector]
+            self.dram.write(now, self.sector_bytes)
+
+    # ---- cache state at launch -------------------------------------------------------------------
+    def warm(self, sectors, dirty) -> None:
+        """Start from a previous launch's end state: `sectors` in the order they were last touched
+        (oldest first), `dirty[i]` whether sector i was written (it is still dirty). Nothing is counted."""
+        both = (1 << self.partitions) - 1  # the previous launch ran on every SM: both halves read them
+        for s, d in zip(sectors, dirty):
+            self.l2.fill(s, 0.0)
+            if d:
+                self.dirty[s] = None
+                self.dirty.move_to_end(s)
+        present = self.l2.sectors
+        for s in [s for s in self.dirty if s not in present]:
+            del self.dirty[s]
+        while len(self.dirty) > self.dirty_capacity:
+            self.dirty.popitem(last=False)
+        if self.partitions > 1:
+            self.held_by = dict.fromkeys(present, both)
+
+    def _to_dram(self) -> bool:
+        """Whether an access that misses this model's L2 moves DRAM bytes. Detailed mode: always.
+        Sampled mode simulates a few SMs, whose L2 cannot see the other SMs fetch the data they share
+        with them (GEMM tiles are read by a whole row or column of CTAs, in near lockstep): their misses
+        still wait for DRAM latency (the fill is in flight for all sharers), but only their share of
+        the grid's compulsory DRAM traffic (input footprint / busy SMs) occupies DRAM bandwidth."""
+        if self.dram_fraction is None:
+            return True
+        self._dram_credit += self.dram_fraction
+        if self._dram_credit >= 1.0:
+            self._dram_credit -= 1.0
+            return True
+        return False
+
+    def counters(self) -> dict:
+        return {"l2_hits": self.l2.hits, "l2_misses": self.l2.misses, "l2_bytes": round(self.l2_bytes),
+                "dram_read_bytes": self.dram.read_bytes, "dram_write_bytes": self.dram.write_bytes,
+                "dram_bytes": self.dram.read_bytes + self.dram.write_bytes}

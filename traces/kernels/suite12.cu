@@ -318,10 +318,11 @@ __global__ void __launch_bounds__(128) sgemm_warptile(const float* A, const floa
 // FP64 register-tiled DGEMM: 64 x 64 tile, k-slab 8, 64 threads, 8 x 8 outputs per thread.
 // Thread (tr = tid / 8, tc = tid % 8) owns rows 16*ii + 2*tr + {0,1} and columns 16*jj + 2*tc + {0,1}
 // (ii, jj = 0..3), so each fragment read is a 128-bit load of two adjacent doubles and the 8 lanes of
-// a row group read 128 contiguous bytes. As[k][m] transposed, rows padded to 68 doubles.
+// a row group read 128 contiguous bytes. As[k][m] transposed, rows padded to 66 doubles: the STS.64 of
+// (k = tid % 8, m = tid / 8 + 8l) lands on word 4k + 2m (mod 32) within a half-warp, conflict-free.
 __global__ void __launch_bounds__(64) dgemm_regtile(const double* A, const double* B, double* C, int n)
 {
-    __shared__ __align__(16) double As[8][64 + 4];
+    __shared__ __align__(16) double As[8][64 + 2];
     __shared__ __align__(16) double Bs[8][64];
     int tid = threadIdx.x;
     int tr = tid / 8, tc = tid % 8;

@@ -41,6 +41,13 @@ FAMILIES = {
                           "naiveMatMatMul_corrected"],
     "seed003 C=AA^T": ["simpleMultiply", "coalescedMultiply", "coalescedMultiply_padded"],
     "sgemm maxas (seed002)": ["sgemm_maxas_64", "sgemm_maxas_128"],
+    # issue 12's own suite (traces/kernels/suite12.cu, sm_90 only): C = A*B, n x n
+    "suite12 sgemm row-major": ["sgemm_naive_rowmajor", "sgemm_naive_coalesced", "sgemm_smem", "sgemm_smem_padded",
+                                "sgemm_regtile1d", "sgemm_regtile2d", "sgemm_vec4", "sgemm_vec4_dbuf",
+                                "sgemm_warptile"],
+    "suite12 sgemm column-major": ["sgemm_naive_colmajor", "sgemm_naive_colmajor_coalesced"],
+    "suite12 dgemm row-major": ["dgemm_naive_coalesced", "dgemm_regtile"],
+    "suite12 transpose (m = 4n)": ["transpose_naive", "transpose_smem", "transpose_smem_padded"],
 }
 
 # GTX 970 DGEMM, seconds per GEMM (seeds/README.md; the page says "ms" but only seconds fit 2n^3/t).

@@ -18,6 +18,8 @@ ONE_PER_ARCH = {"sm_35": "k40", "sm_52": "gtx970", "sm_90": "h100"}
 @pytest.mark.parametrize("wl", WORKLOADS, ids=[w.name for w in WORKLOADS])
 def test_every_workload_runs_on_each_architecture(wl):
     for arch, card in ONE_PER_ARCH.items():
+        if arch not in wl.archs:  # the issue-12 suite is sm_90 only
+            continue
         r = run_workload(wl.name, card, min(wl.sizes), mode="sampled")
         assert r.cycles > 0 and r.warp_instructions > 0 and r.arch == arch
 

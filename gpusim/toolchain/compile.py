@@ -11,6 +11,7 @@ committed one (tests/test_listings_regenerate.py).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -85,6 +86,25 @@ def _select_kernel(listing: str, mangled: str) -> str:
     return "".join(kept)
 
 
+_LISTINGS: dict[tuple, str] = {}  # (tools, arch, source path, source sha256) -> nvdisasm output
+
+
+def _disassemble(tools: dict[str, str], arch: str, src: Path) -> str:
+    """nvdisasm -hex of the whole cubin of `src` for `arch`. One compile per source text and process:
+    several workloads share a .cu file (e.g. traces/kernels/suite12.cu holds 17 kernels)."""
+    key = (tools["nvcc"], tools["nvdisasm"], arch, str(src), hashlib.sha256(src.read_bytes()).hexdigest())
+    if key not in _LISTINGS:
+        with tempfile.TemporaryDirectory(prefix="gpusim-cc-") as tmp:
+            cubin = Path(tmp) / "kernel.cubin"
+            proc = subprocess.run([tools["nvcc"], f"-arch={arch}", *NVCC_FLAGS, "-o", str(cubin), src.name],
+                                  cwd=src.parent, capture_output=True, text=True)
+            if proc.returncode != 0:
+                err = [ln for ln in (proc.stderr or proc.stdout).splitlines() if "error" in ln] or ["exit code"]
+                raise ToolchainError(f"nvcc failed for {src.name} on {arch}: {err[0].strip()}")
+            _LISTINGS[key] = _run([tools["nvdisasm"], "-hex", str(cubin)], "nvdisasm")
+    return _LISTINGS[key]
+
+
 def compile_workload(workload, arch: str, out: Path | None = None) -> dict:
     """Compile `workload` for `arch`, write the listing, return a summary of what was written."""
     from gpusim.isa.parser import parse_listing_text
@@ -93,15 +113,8 @@ def compile_workload(workload, arch: str, out: Path | None = None) -> dict:
         raise ToolchainError(f"workload {workload.name} does not list {arch} in its archs")
     tools = toolchain(arch)
     out = Path(out) if out else listing_path(workload.name, arch)
-    with tempfile.TemporaryDirectory(prefix="gpusim-cc-") as tmp:
-        cubin = Path(tmp) / "kernel.cubin"
-        src = workload.source_path
-        proc = subprocess.run([tools["nvcc"], f"-arch={arch}", *NVCC_FLAGS, "-o", str(cubin), src.name],
-                              cwd=src.parent, capture_output=True, text=True)
-        if proc.returncode != 0:
-            err = [ln for ln in (proc.stderr or proc.stdout).splitlines() if "error" in ln] or ["exit code"]
-            raise ToolchainError(f"nvcc failed for {src.name} on {arch}: {err[0].strip()}")
-        listing = _run([tools["nvdisasm"], "-hex", str(cubin)], "nvdisasm")
+    src = workload.source_path
+    listing = _disassemble(tools, arch, src)
     functions = re.findall(r"(?m)^//-+ \.text\.(\S+)\s+-+$", listing)
     names = _demangle(functions, tools["c++filt"]) if functions else {}
     wanted = re.sub(r"\s+", "", workload.kernel)

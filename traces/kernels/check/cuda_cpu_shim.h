@@ -43,6 +43,7 @@ void syncwarp();
 #define __shared__ static
 #define __restrict__ __restrict
 #define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
 
 template <class T> inline T __ldg(const T* p) { return *p; }
 inline void __syncthreads() { cpusim::syncthreads(); }

@@ -30,7 +30,7 @@ from gpusim.workloads.spec import list_workloads  # noqa: E402
 
 BUILD = HERE / "build"
 EMU = BUILD / "emu"
-SOURCES = ["cpusim", "reg_seed000", "reg_seed001", "reg_seed002", "reg_seed003"]
+SOURCES = ["cpusim", "reg_seed000", "reg_seed001", "reg_seed002", "reg_seed003", "reg_suite12"]
 SCALAR_TAG = {"int32": "i32", "uint32": "u32", "float32": "f32", "float64": "f64"}
 
 

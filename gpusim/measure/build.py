@@ -163,7 +163,7 @@ class CubinCache:
     """Compiles each source once per (source bytes, local headers, flags, nvcc) into `directory`."""
 
     def __init__(self, directory: Path, nvcc: str | None = None, cxxfilt: str | None = None):
-        self.directory = Path(directory)
+        self.directory = Path(directory).resolve()  # nvcc runs in the source's folder
         self.nvcc = nvcc_path(nvcc)
         self.cxxfilt = cxxfilt or find_tool("cu++filt", near=self.nvcc) or shutil.which("c++filt")
         self._nvcc_version: str | None = None

@@ -412,6 +412,69 @@ def measure(ctx: typer.Context,
         raise typer.Exit(rc)
 
 
+@app.command("import-sass")
+def import_sass(file: Path = typer.Argument(..., help="your binary (.cubin, object or executable) or its "
+                                            "`cuobjdump -sass [-res-usage]` output"),
+                workload: str = typer.Argument(..., help="the spec (YAML) of the kernel in it"),
+                arch: str = typer.Option("sm_90", "--arch", help="sm_35, sm_52 or sm_90"),
+                out: Optional[Path] = typer.Option(None, "-o", "--out", help="listing path (default: the spec's "
+                                                   "listing cache)"),
+                cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
+                as_json: bool = typer.Option(False, "--json", help="print machine-readable JSON")):
+    """Take a kernel's SASS from your own binary; `sass: FILE` in the spec makes run/emulate use it."""
+    from gpusim.isa.parser import parse_listing
+    from gpusim.toolchain.importsass import import_listing, imported_listing
+    from gpusim.toolchain.workspace import set_cache_dir
+    from gpusim.workloads import find_workload
+
+    set_cache_dir(cache_dir)
+    wl = find_workload(workload)
+    if out is None:
+        path = imported_listing(wl, arch, file)
+    else:
+        text, _ = import_listing(wl, arch, file)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+        path = out
+    program = parse_listing(path)
+    result = {"workload": wl.name, "arch": arch, "from": str(file), "listing": str(path), "kernel": program.kernel,
+              "instructions": len(program), "registers": program.registers}
+    if as_json:
+        _emit_json(result)
+    else:
+        console.print(f"[green]wrote[/green] {path} ({len(program)} instructions, {program.registers} registers, "
+                      f"from {file}); add `sass: {file}` to {workload} to run it")
+
+
+spec_app = typer.Typer(no_args_is_help=True, help="Write workload specs.")
+app.add_typer(spec_app, name="spec")
+
+
+@spec_app.command("init")
+def spec_init(source: Path = typer.Argument(..., help="the .cu file with the kernel"),
+              kernel: str = typer.Option(..., "--kernel", help="the kernel's name (without template arguments)"),
+              out: Optional[Path] = typer.Option(None, "-o", "--out", help="spec path (default <kernel>.yaml "
+                                                 "in the current folder)"),
+              archs: str = typer.Option("sm_90", "--archs", help="comma-separated architectures"),
+              force: bool = typer.Option(False, "--force", help="overwrite an existing spec")):
+    """Write a spec skeleton from the kernel's parameter list (fill in its TODOs)."""
+    from gpusim.errors import SpecError
+    from gpusim.workloads.scaffold import skeleton
+
+    if not source.is_file():
+        raise SpecError("no such source file", str(source))
+    out = out or Path(f"{kernel}.yaml")
+    if out.exists() and not force:
+        raise SpecError("exists already; pass --force to overwrite it", str(out))
+    text = skeleton(source, kernel, out.resolve().parent, [a.strip() for a in archs.split(",") if a.strip()])
+    try:
+        out.write_text(text)
+    except OSError as exc:
+        raise SpecError(f"cannot write the spec: {exc.strerror or exc}", str(out)) from None
+    console.print(f"[green]wrote[/green] {out}: fill in its TODOs (launch, shapes, reference), then "
+                  f"`gpusim run {out} --gpu h100 --size N`")
+
+
 def main() -> None:
     try:
         rc = app(standalone_mode=False)  # typer returns (not raises) the code of `raise typer.Exit(n)`

@@ -184,7 +184,6 @@ def splice(meta_listing: str, mangled: str, code_lines: list[str], registers: in
 # ---- the workload's imported listing -------------------------------------------------------------
 def import_listing(workload, arch: str, sass_file: Path) -> tuple[str, dict]:
     """(listing text gpusim runs, summary) for `workload`'s kernel taken from `sass_file`."""
-    from gpusim.toolchain.compile import find_kernel
     from gpusim.toolchain.workspace import cached_listing
 
     sass_file = Path(sass_file)
@@ -200,37 +199,45 @@ def import_listing(workload, arch: str, sass_file: Path) -> tuple[str, dict]:
         text = sass_file.read_text()
     except UnicodeDecodeError:
         raise ListingError("neither an ELF binary nor cuobjdump -sass text", str(sass_file)) from None
+    meta_path = cached_listing(workload, arch) if _has_arch(text, arch) else None
+    listing, summary = cuobjdump_listing(text, arch, meta_path.read_text() if meta_path else "", workload.kernel,
+                                         str(sass_file), digest)
+    return head + listing, {**summary, "metadata_from": str(meta_path)}
+
+
+def _has_arch(text: str, arch: str) -> bool:
+    return any(m.group(1) == arch for ln in text.splitlines() if (m := _CODE_FOR.match(ln)))
+
+
+def cuobjdump_listing(text: str, arch: str, meta: str, kernel: str, source: str, digest: str = "") -> tuple[str, dict]:
+    """A listing (after gpusim's first header line) whose code is `kernel`'s from the cuobjdump -sass
+    `text` and whose other sections are from `meta`, gpusim's listing of the same kernel."""
+    from gpusim.toolchain.compile import find_kernel, mangled_names
+
     functions = parse_cuobjdump(text)
     here = {name: f for (a, name), f in functions.items() if a == arch}
     if not here:
         have = sorted({a for a, _ in functions})
-        raise ListingError(f"no {arch} code in it (it has: {', '.join(have)})", str(sass_file))
-    meta_path = cached_listing(workload, arch)
-    meta = meta_path.read_text()
+        raise ListingError(f"no {arch} code in it (it has: {', '.join(have)})", source)
     mangled = re.search(r"(?m)^//-+ \.text\.(\S+)\s+-+$", meta).group(1)
     if mangled not in here:
-        from gpusim.toolchain.compile import mangled_names
-
-        names = {m: d for m, d in mangled_names("\n".join(f"//----- .text.{n} -----" for n in here),
-                                                _cxxfilt()).items()}
-        find_kernel(names, workload.kernel, sass_file.name)  # raises, naming what is there
-        mangled_here = find_kernel(names, workload.kernel, sass_file.name)
-        raise ListingError(f"kernel {workload.kernel} is {mangled_here} in it but {mangled} in gpusim's build "
-                           "(different template arguments or signature?)", str(sass_file))
+        names = mangled_names("\n".join(f"//----- .text.{n} -----" for n in here), _cxxfilt())
+        mangled_here = find_kernel(names, kernel, Path(source).name)  # raises, naming what is there
+        raise ListingError(f"kernel {kernel} is {mangled_here} in it but {mangled} in gpusim's build "
+                           "(different template arguments or signature?)", source)
     func = here[mangled]
     regs = func["registers"]
     meta_lines = meta.splitlines()
     n_head = next(i for i, ln in enumerate(meta_lines) if not ln.startswith("// "))
-    header = (head + f"// code imported from {sass_file} (cuobjdump -sass, sha256 {digest[:16]}); parameters, "
-              f"shared and constant sizes{'' if regs is not None else ', registers'} from gpusim's build:\n"
-              + "".join(ln + "\n" for ln in meta_lines[1:n_head] if not ln.startswith("// gpusim key")))
-    rest = "\n".join(meta_lines[n_head:])
-    listing = header + splice(rest, mangled, labelled(func["lines"]), regs)
+    header = (f"// code imported from {source} (cuobjdump -sass{', sha256 ' + digest[:16] if digest else ''}); "
+              f"parameters, shared and constant sizes{'' if regs is not None else ', registers'} from gpusim's "
+              "build:\n" + "".join(ln + "\n" for ln in meta_lines[1:n_head] if not ln.startswith("// gpusim key")))
+    listing = header + splice("\n".join(meta_lines[n_head:]), mangled, labelled(func["lines"]), regs)
     if regs is None:
-        sys.stderr.write(f"gpusim: note: {sass_file.name} has no resource usage; the register count is gpusim's "
-                         "build's (run cuobjdump -sass -res-usage to take it from your binary)\n")
-    return listing, {"kind": "cuobjdump", "kernel": mangled, "registers_from": "binary" if regs is not None
-                     else "gpusim build", "metadata_from": str(meta_path)}
+        sys.stderr.write(f"gpusim: note: {Path(source).name} has no resource usage; the register count is "
+                         "gpusim's build's (run cuobjdump -sass -res-usage to take it from your binary)\n")
+    return listing, {"kind": "cuobjdump", "kernel": mangled,
+                     "registers_from": "binary" if regs is not None else "gpusim build"}
 
 
 def imported_listing(workload, arch: str, sass_file: Path | None = None) -> Path:
@@ -251,8 +258,9 @@ def imported_listing(workload, arch: str, sass_file: Path | None = None) -> Path
 def compare(program, other, other_source: str) -> dict:
     """Where `program` (gpusim's build) and `other` (the user's binary) first differ, if anywhere."""
     a, b = program.instructions, other.instructions
+    # the bytes decide (the text differs in label names: nvdisasm's .L_x_N, imported .L_gs_<address>)
     first = next((i for i in range(min(len(a), len(b)))
-                  if (a[i].text, a[i].encoding) != (b[i].text, b[i].encoding)), None)
+                  if (a[i].encoding, a[i].control) != (b[i].encoding, b[i].control)), None)
     if first is None and len(a) != len(b):
         first = min(len(a), len(b))
     out = {"identical": first is None and program.registers == other.registers, "against": other_source,

@@ -30,6 +30,7 @@ _CODE_FOR = re.compile(r"^\s*code for (sm_\d+)")
 _FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)")
 _RES_FUNC = re.compile(r"^\s*Function\s+(\S+):\s*$")
 _RES_REG = re.compile(r"\bREG:(\d+)")
+_RES_SHARED = re.compile(r"\bSHARED:(\d+)")
 _INSTR_LINE = re.compile(r"^(\s*/\*([0-9a-f]{4,})\*/\s+)(.*?)(\s*;.*)$")
 _BRANCHES = {"BRA", "BRX", "SSY", "PBK", "PCNT", "CAL", "JCAL", "BSSY", "CALL", "JMP", "PRET", "JMX"}
 EM_CUDA = 190
@@ -107,9 +108,11 @@ def binary_listing(path: Path, arch: str, kernel: str) -> tuple[str, str]:
 
 # ---- cuobjdump -sass text ------------------------------------------------------------------------
 def parse_cuobjdump(text: str) -> dict[tuple[str, str], dict]:
-    """(arch, mangled name) -> {"lines": code lines, "registers": REG from -res-usage or None}."""
+    """(arch, mangled name) -> {"lines": code lines, "registers": REG and "shared": SHARED bytes from
+    -res-usage, or None}."""
     out: dict[tuple[str, str], dict] = {}
     regs: dict[str, int] = {}
+    shared: dict[str, int] = {}
     arch, current, res_func = None, None, None
     for ln in text.splitlines():
         if (m := _CODE_FOR.match(ln)):
@@ -122,6 +125,8 @@ def parse_cuobjdump(text: str) -> dict[tuple[str, str], dict]:
             res_func, current = m.group(1), None
         elif res_func and (m := _RES_REG.search(ln)):
             regs[res_func] = int(m.group(1))
+            if (sm := _RES_SHARED.search(ln)):
+                shared[res_func] = int(sm.group(1))
             res_func = None
         elif current is not None and re.match(r"^\s*/\*", ln):
             current["lines"].append(ln)
@@ -129,6 +134,7 @@ def parse_cuobjdump(text: str) -> dict[tuple[str, str], dict]:
             current = None
     for (a, name), f in out.items():
         f["registers"] = regs.get(name)
+        f["shared"] = shared.get(name)
     if not out:
         raise ListingError("no 'code for sm_XX' / 'Function :' sections; expected `cuobjdump -sass` output")
     return out
@@ -159,9 +165,13 @@ def labelled(lines: list[str]) -> list[str]:
     return result
 
 
-def splice(meta_listing: str, mangled: str, code_lines: list[str], registers: int | None) -> str:
-    """`meta_listing` with the code of its `.text.<mangled>` section replaced by `code_lines`."""
+def splice(meta_listing: str, mangled: str, code_lines: list[str], registers: int | None,
+           shared: int | None = None) -> str:
+    """`meta_listing` with the code of its `.text.<mangled>` section replaced by `code_lines` (and its
+    static shared size by `shared`, when the user's resource usage gives it)."""
     lines = meta_listing.splitlines()
+    if shared is not None:
+        lines = _with_shared(lines, mangled, shared)
     head = re.compile(rf"^//-+ \.text\.{re.escape(mangled)}\s+-+$")
     start = next((i for i, ln in enumerate(lines) if head.match(ln)), None)
     if start is None:
@@ -179,6 +189,20 @@ def splice(meta_listing: str, mangled: str, code_lines: list[str], registers: in
     at = next((i + 1 for i, ln in enumerate(keep) if ln.strip() == f"{mangled}:"), len(keep))
     body = keep[:at] + code_lines + keep[at:]
     return "\n".join(lines[:start + 1] + body + lines[end:]) + "\n"
+
+
+def _with_shared(lines: list[str], mangled: str, shared: int) -> list[str]:
+    """The `.nv.shared.<mangled>` section's size set to `shared` bytes (added if gpusim's build has none)."""
+    head = re.compile(rf"^//-+ \.nv\.shared\.{re.escape(mangled)}\s+-+$")
+    start = next((i for i, ln in enumerate(lines) if head.match(ln)), None)
+    if start is None:
+        if shared == 0:
+            return lines
+        return lines + [f"//--------------------- .nv.shared.{mangled} --------------------------",
+                        f"\t.zero\t\t{shared}"]
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("//--")), len(lines))
+    body = [ln for ln in lines[start + 1:end] if not re.match(r"^\s*\.zero\s+\d+", ln)]
+    return lines[:start + 1] + body + [f"\t.zero\t\t{shared}"] + lines[end:]
 
 
 # ---- the workload's imported listing -------------------------------------------------------------
@@ -226,13 +250,13 @@ def cuobjdump_listing(text: str, arch: str, meta: str, kernel: str, source: str,
         raise ListingError(f"kernel {kernel} is {mangled_here} in it but {mangled} in gpusim's build "
                            "(different template arguments or signature?)", source)
     func = here[mangled]
-    regs = func["registers"]
+    regs, shared = func["registers"], func["shared"]
     meta_lines = meta.splitlines()
     n_head = next(i for i, ln in enumerate(meta_lines) if not ln.startswith("// "))
     header = (f"// code imported from {source} (cuobjdump -sass{', sha256 ' + digest[:16] if digest else ''}); "
-              f"parameters, shared and constant sizes{'' if regs is not None else ', registers'} from gpusim's "
+              f"parameters{', shared' if shared is None else ''}, constant sizes{'' if regs is not None else ', registers'} from gpusim's "
               "build:\n" + "".join(ln + "\n" for ln in meta_lines[1:n_head] if not ln.startswith("// gpusim key")))
-    listing = header + splice("\n".join(meta_lines[n_head:]), mangled, labelled(func["lines"]), regs)
+    listing = header + splice("\n".join(meta_lines[n_head:]), mangled, labelled(func["lines"]), regs, shared)
     if regs is None:
         sys.stderr.write(f"gpusim: note: {Path(source).name} has no resource usage; the register count is "
                          "gpusim's build's (run cuobjdump -sass -res-usage to take it from your binary)\n")

@@ -295,3 +295,35 @@ def test_integral_float_immediates_are_float_values():
     assert (ffma.srcs[1].kind, ffma.srcs[1].value) == ("fimm", 3.0)
     assert (dfma.srcs[2].kind, dfma.srcs[2].value) == ("fimm", 2.0)
     assert (iadd.srcs[1].kind, iadd.srcs[1].value) == ("imm", 3)
+
+
+@needs_toolchain
+def test_import_sass_command_and_sass_field(project, tmp_path):
+    """`gpusim import-sass` writes the listing of the user's binary; `sass:` in the spec runs it."""
+    from gpusim.toolchain.compile import cuda13_tool
+
+    spec, result = project
+    cuobjdump = cuda13_tool("cuobjdump")
+    if cuobjdump is None:
+        pytest.skip("cuobjdump not found (pip install -e '.[cuda]')")
+    listing = tmp_path / "imported.sass"
+    cubin = tmp_path / "k.cubin"
+    tools = toolchain("sm_90")
+    subprocess.run([tools["nvcc"], "-arch=sm_90", "-cubin", "-O3", "-std=c++17", "-DNDEBUG", "-DSCALE=3",
+                    f"-I{spec.parent}", "-o", str(cubin), "-x", "cu", "-"], cwd=tmp_path, check=True, text=True,
+                   input=KERNEL + "template __global__ void axpy<64>(const float*, float*, float, size_t, long);\n")
+    text = subprocess.run([str(cuobjdump), "-sass", "-res-usage", str(cubin)], capture_output=True, text=True,
+                          check=True).stdout
+    (tmp_path / "k.sass").write_text(text)
+    out = gpusim("import-sass", str(tmp_path / "k.sass"), str(spec), "-o", str(listing), "--json", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["instructions"] == result["instructions"]
+    ours, theirs = parse_listing(result["listing"]), parse_listing(listing)
+    assert [i.encoding for i in theirs.instructions] == [i.encoding for i in ours.instructions]
+    data = yaml.safe_load(spec.read_text())
+    data["sass"] = str(tmp_path / "k.sass")
+    (tmp_path / "mine.yaml").write_text(yaml.safe_dump(data))
+    (tmp_path / "axpy.cu").write_text(KERNEL)
+    (tmp_path / "scale.h").write_text(HEADER)
+    chk = gpusim("emulate", "mine.yaml", "--arch", "sm_90", "--size", "128", "--check", cwd=tmp_path)
+    assert chk.returncode == 0 and "passed" in chk.stdout, chk.stdout + chk.stderr

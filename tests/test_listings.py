@@ -68,7 +68,8 @@ def test_listing_regenerates_identically(wl, arch):
         made_with = re.search(rf"{name} (release [\d.]+, V[\d.]+)", committed).group(1)
         if _version(tools[name]) != made_with:
             pytest.skip(f"committed {arch} listings were made with {name} {made_with}, found {_version(tools[name])} "
-                        f"at {tools[name]} (scripts/install_toolchains.sh installs the committed versions)")
+                        f"at {tools[name]} (scripts/install_toolchains.sh and pip install -e '.[cuda]' "
+                        "install the committed versions)")
     assert regenerate_text(wl, arch) == committed
 
 

@@ -190,7 +190,9 @@ def compile_workload(workload, arch: str, out: Path | None = None, key_line: str
     text = header + _select_kernel(listing, match[0])
     program = parse_listing_text(text, str(out), match[0])
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
+    partial = out.with_name(f"{out.name}.partial-{os.getpid()}")  # readers never see half a listing
+    partial.write_text(text)
+    os.replace(partial, out)
     return {"workload": workload.name, "arch": arch, "kernel": match[0], "listing": str(out),
             "instructions": len(program), "registers": program.registers, "toolchain": program.toolchain,
             "nvcc_flags": [f"-arch={arch}", *flags], "build": workload.build_info()}

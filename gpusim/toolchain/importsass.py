@@ -223,7 +223,14 @@ def import_listing(workload, arch: str, sass_file: Path) -> tuple[str, dict]:
         text = sass_file.read_text()
     except UnicodeDecodeError:
         raise ListingError("neither an ELF binary nor cuobjdump -sass text", str(sass_file)) from None
-    meta_path = cached_listing(workload, arch) if _has_arch(text, arch) else None
+    if not _has_arch(text, arch):
+        meta_path = None
+    elif workload.is_suite:
+        from gpusim.toolchain.listings import listing_path
+
+        meta_path = listing_path(workload.name, arch)
+    else:
+        meta_path = cached_listing(workload, arch)
     listing, summary = cuobjdump_listing(text, arch, meta_path.read_text() if meta_path else "", workload.kernel,
                                          str(sass_file), digest)
     return head + listing, {**summary, "metadata_from": str(meta_path)}
@@ -275,7 +282,9 @@ def imported_listing(workload, arch: str, sass_file: Path | None = None) -> Path
     path = folder / f"{workload.name}-imported-{key}.sass"
     if not path.exists():
         _ensure_writable(folder, workload)
-        path.write_text(text)
+        partial = path.with_name(f"{path.name}.partial-{os.getpid()}")
+        partial.write_text(text)
+        os.replace(partial, path)
     return path
 
 

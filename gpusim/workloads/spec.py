@@ -98,7 +98,10 @@ class BufferArg(_Strict):
     output: bool = False
     const: bool = False
 
-    _dtype_alias = field_validator("dtype", mode="before")(lambda cls, v: _canonical_dtype(v))
+    @field_validator("dtype", mode="before")
+    @classmethod
+    def _c_spelling(cls, v):
+        return _canonical_dtype(v)
 
 
 class ScalarArg(_Strict):
@@ -107,7 +110,10 @@ class ScalarArg(_Strict):
     dtype: DType
     value: str | int | float
 
-    _dtype_alias = field_validator("dtype", mode="before")(lambda cls, v: _canonical_dtype(v))
+    @field_validator("dtype", mode="before")
+    @classmethod
+    def _c_spelling(cls, v):
+        return _canonical_dtype(v)
 
     @model_validator(mode="after")
     def _literal_in_range(self):

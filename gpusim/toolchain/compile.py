@@ -176,7 +176,8 @@ def compile_workload(workload, arch: str, out: Path | None = None, key_line: str
         proc = subprocess.run([tools["nvcc"], f"-arch={arch}", *flags, "-o", str(cubin), unit],
                               cwd=src.parent, capture_output=True, text=True)
         if proc.returncode != 0:
-            err = [ln for ln in (proc.stderr or proc.stdout).splitlines() if "error" in ln] or ["exit code"]
+            out_lines = (proc.stderr or proc.stdout).strip().splitlines()
+            err = [ln for ln in out_lines if "error" in ln or "fatal" in ln] or out_lines[-1:] or ["no message"]
             raise ToolchainError(f"nvcc failed for {src.name} on {arch}: {err[0].strip()}")
         listing = _run([tools["nvdisasm"], "-hex", str(cubin)], "nvdisasm")
     mangled = find_kernel(mangled_names(listing, tools["c++filt"]), workload.kernel, src.name)

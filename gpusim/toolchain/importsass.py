@@ -107,7 +107,7 @@ def binary_listing(path: Path, arch: str, kernel: str) -> tuple[str, str]:
 
 
 # ---- cuobjdump -sass text ------------------------------------------------------------------------
-def parse_cuobjdump(text: str) -> dict[tuple[str, str], dict]:
+def parse_cuobjdump(text: str, source: str = "<cuobjdump>") -> dict[tuple[str, str], dict]:
     """(arch, mangled name) -> {"lines": code lines, "registers": REG and "shared": SHARED bytes from
     -res-usage, or None}."""
     out: dict[tuple[str, str], dict] = {}
@@ -119,7 +119,8 @@ def parse_cuobjdump(text: str) -> dict[tuple[str, str], dict]:
             arch, current = m.group(1), None
         elif (m := _FUNCTION.match(ln)):
             if arch is None:
-                raise ListingError("'Function :' before any 'code for sm_XX' line; is this `cuobjdump -sass` output?")
+                raise ListingError("'Function :' before any 'code for sm_XX' line; is this `cuobjdump -sass` "
+                                   "output?", source)
             current = out.setdefault((arch, m.group(1)), {"lines": [], "registers": None})
         elif (m := _RES_FUNC.match(ln)):
             res_func, current = m.group(1), None
@@ -136,7 +137,8 @@ def parse_cuobjdump(text: str) -> dict[tuple[str, str], dict]:
         f["registers"] = regs.get(name)
         f["shared"] = shared.get(name)
     if not out:
-        raise ListingError("no 'code for sm_XX' / 'Function :' sections; expected `cuobjdump -sass` output")
+        raise ListingError("no 'code for sm_XX' / 'Function :' sections; expected `cuobjdump -sass` output "
+                           "or an ELF binary (.cubin, executable)", source)
     return out
 
 
@@ -245,7 +247,7 @@ def cuobjdump_listing(text: str, arch: str, meta: str, kernel: str, source: str,
     `text` and whose other sections are from `meta`, gpusim's listing of the same kernel."""
     from gpusim.toolchain.compile import find_kernel, mangled_names
 
-    functions = parse_cuobjdump(text)
+    functions = parse_cuobjdump(text, source)
     here = {name: f for (a, name), f in functions.items() if a == arch}
     if not here:
         have = sorted({a for a, _ in functions})

@@ -47,8 +47,16 @@ def _split(params: str) -> list[str]:
     return [p.strip() for p in out + [cur] if p.strip() and p.strip() != "void"]
 
 
-def parse_parameters(params: str) -> list[dict]:
+def typedefs(text: str) -> dict[str, str]:
+    """Simple type aliases (`typedef int index_t;`, `using index_t = long;`) -> the aliased type."""
+    found = {name: base for base, name in re.findall(r"\btypedef\s+([\w\s:]+?)\s+(\w+)\s*;", text)}
+    found.update(re.findall(r"\busing\s+(\w+)\s*=\s*([\w\s:]+?)\s*;", text))
+    return {k: " ".join(v.replace("std::", "").split()) for k, v in found.items()}
+
+
+def parse_parameters(params: str, aliases: dict[str, str] | None = None) -> list[dict]:
     """[{name, pointer, const, ctype, dtype or None}] of a C parameter list."""
+    aliases = aliases or {}
     out = []
     for p in _split(params):
         p = p.split("=", 1)[0].strip()
@@ -62,6 +70,8 @@ def parse_parameters(params: str) -> list[dict]:
             if pointer else "const" in words
         base = " ".join(w for w in words if w not in _QUALIFIERS)
         base = base.replace("std::", "")
+        for _ in range(4):  # aliases of aliases
+            base = aliases.get(base, base)
         dtype = base if base in DTYPES else DTYPE_ALIASES.get(base)
         out.append({"name": name, "pointer": pointer, "const": const, "ctype": ctype, "dtype": dtype})
     return out
@@ -69,19 +79,22 @@ def parse_parameters(params: str) -> list[dict]:
 
 def find_kernel(source: Path, kernel: str) -> tuple[str | None, list[dict], Path]:
     """(template parameters, parameters, file) of `kernel` declared in `source` or a header beside it."""
-    files, seen = [source], set()
-    names: list[str] = []
-    while files:
+    files, texts = [source], {}
+    while files:  # the source and the headers it includes from its folder
         f = files.pop(0)
-        if f in seen or not f.is_file():
+        if f in texts or not f.is_file():
             continue
-        seen.add(f)
-        text = _strip_comments(f.read_text(errors="replace"))
+        texts[f] = _strip_comments(f.read_text(errors="replace"))
+        files += [(f.parent / inc).resolve() for inc in re.findall(r'#\s*include\s*"([^"]+)"', texts[f])]
+    aliases: dict[str, str] = {}
+    for text in texts.values():
+        aliases.update(typedefs(text))
+    names: list[str] = []
+    for f, text in texts.items():
         for tpl, params in _declarations(text, kernel):
-            return tpl, parse_parameters(params), f
+            return tpl, parse_parameters(params, aliases), f
         names += re.findall(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+(?:__launch_bounds__\s*"
                             r"\([^)]*\)\s*)?(\w+)\s*\(", text)
-        files += [(f.parent / inc).resolve() for inc in re.findall(r'#\s*include\s*"([^"]+)"', text)]
     found = ", ".join(dict.fromkeys(names)) or "none"
     raise SpecError(f"no __global__ kernel '{kernel}' in {source.name} or the headers it includes "
                     f"(kernels there: {found})", str(source))

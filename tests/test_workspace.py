@@ -327,3 +327,21 @@ def test_import_sass_command_and_sass_field(project, tmp_path):
     (tmp_path / "scale.h").write_text(HEADER)
     chk = gpusim("emulate", "mine.yaml", "--arch", "sm_90", "--size", "128", "--check", cwd=tmp_path)
     assert chk.returncode == 0 and "passed" in chk.stdout, chk.stdout + chk.stderr
+
+
+@needs_toolchain
+def test_include_dirs_are_searched_and_hashed(tmp_path):
+    """A header found through include_dirs (<scale.h>) is part of the key like one beside the source."""
+    from gpusim.toolchain.listings import workload_listing
+    from gpusim.toolchain.workspace import dependencies
+
+    spec = make_project(tmp_path, include_dirs=["include"])
+    (tmp_path / "include").mkdir()
+    (tmp_path / "scale.h").rename(tmp_path / "include" / "scale.h")
+    (tmp_path / "axpy.cu").write_text(KERNEL.replace('#include "scale.h"', "#include <scale.h>"))
+    wl = load_workload(spec)
+    assert tmp_path / "include" / "scale.h" in dependencies(wl)
+    first = workload_listing(wl, "sm_90")
+    assert f"-I{tmp_path / 'include'}" in first.read_text().splitlines()[1]
+    (tmp_path / "include" / "scale.h").write_text(HEADER + "// edited\n")
+    assert workload_listing(wl, "sm_90") != first

@@ -107,12 +107,11 @@ def emulate(workload: str = typer.Argument(..., help="workload name or path of a
     """Run the kernel's real SASS in the functional emulator; print the dynamic instruction mix."""
     import time
 
+    from gpusim.emu.run import check as check_outputs, emulate as run_emulation
     from gpusim.toolchain.workspace import set_cache_dir
+    from gpusim.workloads import find_workload
 
     set_cache_dir(cache_dir)
-
-    from gpusim.emu.run import check as check_outputs, emulate as run_emulation
-    from gpusim.workloads import find_workload
 
     wl = find_workload(workload)
     _check_size(wl, size)
@@ -151,13 +150,13 @@ def trace(workload: str = typer.Argument(..., help="workload name or path of a s
           as_json: bool = typer.Option(False, "--json", help="print machine-readable JSON"),
           cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP)):
     """Emulate the kernel and write its dynamic warp trace."""
-    from gpusim.toolchain.workspace import set_cache_dir
-
-    set_cache_dir(cache_dir)
     from gpusim.emu.run import emulate as run_emulation
+    from gpusim.toolchain.workspace import set_cache_dir
     from gpusim.trace import DynamicTrace
     from gpusim.trace.accelsim import export_accelsim
     from gpusim.workloads import find_workload
+
+    set_cache_dir(cache_dir)
 
     if fmt not in ("npz", "accelsim"):
         from gpusim.errors import GpusimError
@@ -193,11 +192,11 @@ def run(workload: str = typer.Argument(..., help="workload name or path of a spe
                                             help="cycle window of the timeline, FIRST:LAST"),
         cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP)):
     """Simulate a workload on a GPU config and print where the cycles went."""
+    from gpusim.errors import SpecError
+    from gpusim.timing.driver import run_workload
     from gpusim.toolchain.workspace import set_cache_dir
 
     set_cache_dir(cache_dir)
-    from gpusim.errors import SpecError
-    from gpusim.timing.driver import run_workload
 
     window = None
     if timeline_ctas is not None:

@@ -17,6 +17,7 @@ from gpusim.errors import GpusimError
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="gpusim: replay real SASS of GEMM kernels through a model of NVIDIA SMs.")
 console = Console()
+CACHE_DIR_HELP = "cache a spec's SASS listings here instead of beside the spec (or set GPUSIM_CACHE_DIR)"
 
 
 def _emit_json(obj) -> None:
@@ -71,18 +72,29 @@ def parse(listing: Path = typer.Argument(..., help="nvdisasm -hex listing (e.g. 
 def compile(workload: str = typer.Argument(..., help="workload name or path of a spec YAML"),
             arch: str = typer.Option(..., "--arch", help="sm_35, sm_52 or sm_90"),
             out: Optional[Path] = typer.Option(None, "-o", "--out",
-                                               help="listing path (default traces/sass/<arch>/<name>.sass)"),
-            as_json: bool = typer.Option(False, "--json", help="print machine-readable JSON")):
+                                               help="listing path (default: traces/sass/<arch>/<name>.sass for "
+                                                    "the suite, the spec's listing cache otherwise)"),
+            as_json: bool = typer.Option(False, "--json", help="print machine-readable JSON"),
+            cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
+            compare: Optional[Path] = typer.Option(None, "--compare", help="your binary (.cubin/executable) or its "
+                                                   "`cuobjdump -sass` output: warn at the first instruction that "
+                                                   "differs from gpusim's build")):
     """Compile a workload's kernel to a cubin and write its SASS listing (needs the CUDA toolchain)."""
-    from gpusim.toolchain.compile import compile_workload
+    from gpusim.toolchain.workspace import compile_spec, set_cache_dir
     from gpusim.workloads import find_workload
 
-    result = compile_workload(find_workload(workload), arch, out)
+    set_cache_dir(cache_dir)
+    result = compile_spec(find_workload(workload), arch, out, compare)
     if as_json:
         _emit_json(result)
     else:
         console.print(f"[green]wrote[/green] {result['listing']} ({result['instructions']} instructions, "
                       f"{result['registers']} registers, toolchain {result['toolchain']})")
+    if "compare" in result:
+        from gpusim.toolchain.importsass import compare_line
+
+        line = compare_line(result["compare"])
+        sys.stderr.write(f"gpusim: {'' if result['compare']['identical'] else 'warning: '}{line}\n")
 
 
 @app.command()
@@ -90,12 +102,16 @@ def emulate(workload: str = typer.Argument(..., help="workload name or path of a
             arch: str = typer.Option(..., "--arch", help="sm_35, sm_52 or sm_90"),
             size: int = typer.Option(..., "--size", help="problem size n"),
             check: bool = typer.Option(False, "--check", help="compare the outputs with the numpy reference"),
-            as_json: bool = typer.Option(False, "--json", help="print machine-readable JSON")):
+            as_json: bool = typer.Option(False, "--json", help="print machine-readable JSON"),
+            cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP)):
     """Run the kernel's real SASS in the functional emulator; print the dynamic instruction mix."""
     import time
 
     from gpusim.emu.run import check as check_outputs, emulate as run_emulation
+    from gpusim.toolchain.workspace import set_cache_dir
     from gpusim.workloads import find_workload
+
+    set_cache_dir(cache_dir)
 
     wl = find_workload(workload)
     _check_size(wl, size)
@@ -131,12 +147,16 @@ def trace(workload: str = typer.Argument(..., help="workload name or path of a s
           size: int = typer.Option(..., "--size", help="problem size n"),
           out: Path = typer.Option(..., "-o", "--out", help="trace file (.npz) or folder (accelsim)"),
           fmt: str = typer.Option("npz", "--format", help="npz (gpusim's format) or accelsim"),
-          as_json: bool = typer.Option(False, "--json", help="print machine-readable JSON")):
+          as_json: bool = typer.Option(False, "--json", help="print machine-readable JSON"),
+          cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP)):
     """Emulate the kernel and write its dynamic warp trace."""
     from gpusim.emu.run import emulate as run_emulation
+    from gpusim.toolchain.workspace import set_cache_dir
     from gpusim.trace import DynamicTrace
     from gpusim.trace.accelsim import export_accelsim
     from gpusim.workloads import find_workload
+
+    set_cache_dir(cache_dir)
 
     if fmt not in ("npz", "accelsim"):
         from gpusim.errors import GpusimError
@@ -169,10 +189,14 @@ def run(workload: str = typer.Argument(..., help="workload name or path of a spe
         timeline_ctas: Optional[str] = typer.Option(None, "--timeline-ctas",
                                                     help="record a timeline for these CTAs (e.g. 0,1) for gpusim viz"),
         timeline_cycles: str = typer.Option("0:50000", "--timeline-cycles",
-                                            help="cycle window of the timeline, FIRST:LAST")):
+                                            help="cycle window of the timeline, FIRST:LAST"),
+        cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP)):
     """Simulate a workload on a GPU config and print where the cycles went."""
     from gpusim.errors import SpecError
     from gpusim.timing.driver import run_workload
+    from gpusim.toolchain.workspace import set_cache_dir
+
+    set_cache_dir(cache_dir)
 
     window = None
     if timeline_ctas is not None:
@@ -359,10 +383,7 @@ def _print_result(r) -> None:
 
 
 def _check_size(wl, size: int) -> None:
-    if size not in wl.sizes:
-        from gpusim.errors import SpecError
-
-        raise SpecError(f"size {size} is not among the sizes workload {wl.name} supports: {wl.sizes}")
+    wl.check_size(size)  # listed in sizes, or satisfying the spec's constraints
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -388,6 +409,69 @@ def measure(ctx: typer.Context,
     rc = measure_main(argv + list(ctx.args))
     if rc:
         raise typer.Exit(rc)
+
+
+@app.command("import-sass")
+def import_sass(file: Path = typer.Argument(..., help="your binary (.cubin, object or executable) or its "
+                                            "`cuobjdump -sass [-res-usage]` output"),
+                workload: str = typer.Argument(..., help="the spec (YAML) of the kernel in it"),
+                arch: str = typer.Option("sm_90", "--arch", help="sm_35, sm_52 or sm_90"),
+                out: Optional[Path] = typer.Option(None, "-o", "--out", help="listing path (default: the spec's "
+                                                   "listing cache)"),
+                cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
+                as_json: bool = typer.Option(False, "--json", help="print machine-readable JSON")):
+    """Take a kernel's SASS from your own binary; `sass: FILE` in the spec makes run/emulate use it."""
+    from gpusim.isa.parser import parse_listing
+    from gpusim.toolchain.importsass import import_listing, imported_listing
+    from gpusim.toolchain.workspace import set_cache_dir
+    from gpusim.workloads import find_workload
+
+    set_cache_dir(cache_dir)
+    wl = find_workload(workload)
+    if out is None:
+        path = imported_listing(wl, arch, file)
+    else:
+        text, _ = import_listing(wl, arch, file)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+        path = out
+    program = parse_listing(path)
+    result = {"workload": wl.name, "arch": arch, "from": str(file), "listing": str(path), "kernel": program.kernel,
+              "instructions": len(program), "registers": program.registers}
+    if as_json:
+        _emit_json(result)
+    else:
+        console.print(f"[green]wrote[/green] {path} ({len(program)} instructions, {program.registers} registers, "
+                      f"from {file}); add `sass: {file}` to {workload} to run it")
+
+
+spec_app = typer.Typer(no_args_is_help=True, help="Write workload specs.")
+app.add_typer(spec_app, name="spec")
+
+
+@spec_app.command("init")
+def spec_init(source: Path = typer.Argument(..., help="the .cu file with the kernel"),
+              kernel: str = typer.Option(..., "--kernel", help="the kernel's name (without template arguments)"),
+              out: Optional[Path] = typer.Option(None, "-o", "--out", help="spec path (default <kernel>.yaml "
+                                                 "in the current folder)"),
+              archs: str = typer.Option("sm_90", "--archs", help="comma-separated architectures"),
+              force: bool = typer.Option(False, "--force", help="overwrite an existing spec")):
+    """Write a spec skeleton from the kernel's parameter list (fill in its TODOs)."""
+    from gpusim.errors import SpecError
+    from gpusim.workloads.scaffold import skeleton
+
+    if not source.is_file():
+        raise SpecError("no such source file", str(source))
+    out = out or Path(f"{kernel}.yaml")
+    if out.exists() and not force:
+        raise SpecError("exists already; pass --force to overwrite it", str(out))
+    text = skeleton(source, kernel, out.resolve().parent, [a.strip() for a in archs.split(",") if a.strip()])
+    try:
+        out.write_text(text)
+    except OSError as exc:
+        raise SpecError(f"cannot write the spec: {exc.strerror or exc}", str(out)) from None
+    console.print(f"[green]wrote[/green] {out}: fill in its TODOs (launch, shapes, reference), then "
+                  f"`gpusim run {out} --gpu h100 --size N`")
 
 
 def main() -> None:

@@ -107,7 +107,7 @@ def skip_reason(rec: dict) -> str | None:
     if rec.get("check") is not None and not rec["check"].get("passed", True):
         return "output check failed (the launch was not a valid run of the kernel)"
     try:
-        if int(rec["size"]) not in find_workload(rec["workload"]).sizes:
+        if not find_workload(rec["workload"]).supports(int(rec["size"])):
             return "size not in the workload spec's sizes (grid would be empty)"
     except Exception as exc:  # unknown workload
         return f"workload not found: {exc}"

@@ -28,6 +28,9 @@ _HEX_ONLY = re.compile(r"^\s*/\*\s*(0x[0-9a-f]{16})\s*\*/\s*$")
 _LABEL = re.compile(r"^(\.L_\w+|[A-Za-z_]\w*):\s*$")
 _GUARD = re.compile(r"^@(!?)(U?P)(\d|T)\s+(.*)$")
 _DATA = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+\.(byte|short|word|dword)\s+(.*)$")
+# floating-point instructions whose immediates nvdisasm prints as numbers ("FMUL R0, R4, 3", "DFMA R4, R4, R8, 2")
+_FP_IMMEDIATE = {"FADD", "FMUL", "FFMA", "FMNMX", "FSETP", "FSET", "FSEL", "FADD32I", "FMUL32I", "FFMA32I",
+                 "DADD", "DMUL", "DFMA", "DSETP", "DSET", "DMNMX"}
 _TARGET = re.compile(r"^\s*\.target\s+(sm_\d+)|EF_CUDA_SM(\d+) ")
 
 
@@ -162,6 +165,9 @@ def _parse_instruction(index: int, addr: int, text: str, labels: dict, table: Op
     opcode, *mods = mnemonic.split(".")
     row = table[opcode]  # KeyError -> unknown opcode
     operands = [parse_operand(t, labels) for t in split_operands(rest)] if rest.strip() else []
+    if opcode in _FP_IMMEDIATE:  # nvdisasm writes 3.0 as "3" here: a decimal integer is a float value
+        operands = [replace(o, kind="fimm", value=float(o.value)) if o.kind == "imm" and "0x" not in o.text.lower()
+                    else o for o in operands]
     ndst = row.dst
     if row.pdst_lead and operands and operands[0].kind in ("pred", "upred"):
         ndst += 1

@@ -229,12 +229,12 @@ def load_study(path: str | Path) -> Study:
         sizes = spec.sizes_of(name)
         if not sizes:
             raise SpecError(f"field 'sizes': no sizes for workload {name}", where)
-        bad = [s for s in sizes if s not in wl.sizes]
+        bad = [s for s in sizes if not wl.supports(s)]
         if bad:
             raise SpecError(f"field 'sizes': workload {name} does not support size(s) {bad} (sizes: {wl.sizes})",
                             where)
         for card, cfg in configs.items():
-            if cfg.arch not in wl.archs or not listing_path(wl.name, cfg.arch).exists():
+            if cfg.arch not in wl.archs or (wl.is_suite and not listing_path(wl.name, cfg.arch).exists()):
                 raise SpecError(f"field 'workloads': {name} has no {cfg.arch} listing for card {card}", where)
         wls[name] = wl
 

@@ -17,11 +17,15 @@ def run_workload(workload: str, gpu: str, size: int, mode: str = "detailed", ove
     if overrides:
         cfg = apply_overrides(cfg, overrides)
     wl = find_workload(workload)
-    if size not in wl.sizes:
-        raise SpecError(f"size {size} is not among the sizes workload {wl.name} supports: {wl.sizes}")
+    wl.check_size(size)
     ctas = sampled_ctas(wl, size, cfg) if mode == "sampled" else None
     emu, _ = emulate(wl, cfg.arch, size, ctas=ctas)
-    return time_emulated(emu, wl, cfg, size, mode, honour_control_codes, window)
+    result = time_emulated(emu, wl, cfg, size, mode, honour_control_codes, window)
+    if not wl.is_suite:  # a user's spec: say how its kernel was built and which listing ran
+        from gpusim.toolchain.listings import workload_listing
+
+        result.build = {**wl.build_info(), "spec": str(wl.spec_path), "listing": str(workload_listing(wl, cfg.arch))}
+    return result
 
 
 def time_emulated(emu, wl, cfg, size: int, mode: str = "detailed", honour_control_codes: bool | None = None,

@@ -44,6 +44,7 @@ class SimResult(BaseModel):
     timeline: list[list] | None = None  # [sm, sub-partition, warp, start cycle, cycles, reason index, pc index]
     timeline_reasons: list[str] = list(REASONS)
     notes: list[str] = []
+    build: dict | None = None  # a user's spec: its nvcc flags, defines, instances, listing (None for the suite)
 
     def top_stalls(self, k: int = 3) -> list[tuple[str, float]]:
         items = [(r, v) for r, v in self.stalls.items() if r != "selected" and v > 0]

@@ -1,4 +1,9 @@
-"""Where committed SASS listings live, and loading a workload's Program from them (no toolchain needed)."""
+"""Where a workload's SASS listing lives, and loading its Program.
+
+The suite's specs (traces/workloads/) use the listings committed under traces/sass/<arch>/ (no
+toolchain needed). Any other spec uses its workspace cache (gpusim.toolchain.workspace), keyed by
+content, never by name, or the SASS of the user's own binary when it names one (`sass: FILE`).
+"""
 
 from __future__ import annotations
 
@@ -12,10 +17,27 @@ def listing_path(workload_name: str, arch: str) -> Path:
     return TRACES_DIR / "sass" / arch / f"{workload_name}.sass"
 
 
+def workload_listing(workload, arch: str) -> Path:
+    """The listing file `workload` runs on `arch`: committed for the suite, else the workspace cache's."""
+    if arch not in workload.archs:
+        raise ListingError(f"workload {workload.name} is not built for {arch} (archs: {', '.join(workload.archs)})")
+    if workload.is_suite:
+        return listing_path(workload.name, arch)
+    if workload.sass:
+        from gpusim.toolchain.importsass import imported_listing
+
+        return imported_listing(workload, arch)
+    from gpusim.toolchain.workspace import cached_listing
+
+    return cached_listing(workload, arch)
+
+
 def load_program(workload, arch: str):
-    """The Program of `workload` on `arch`, from its committed listing."""
+    """The Program of `workload` on `arch` (see workload_listing)."""
     from gpusim.isa.parser import parse_listing
 
+    if not workload.is_suite:
+        return parse_listing(workload_listing(workload, arch))
     if arch not in workload.archs:
         raise ListingError(f"workload {workload.name} is not built for {arch} (archs: {', '.join(workload.archs)})")
     path = listing_path(workload.name, arch)

@@ -86,10 +86,14 @@ def instruction_index(result: SimResult) -> dict[int, tuple[int, str]]:
     architecture's instruction layout and the text from `stalls_per_pc` (every timeline pc is there)."""
     by_address = {row.address: row.text for row in result.stalls_per_pc}
     try:
+        from gpusim.isa.parser import parse_listing
         from gpusim.toolchain.listings import load_program
         from gpusim.workloads import find_workload
 
-        program = load_program(find_workload(result.workload), result.arch)
+        if result.build and result.build.get("listing"):  # a user's spec: the listing that ran, not a namesake
+            program = parse_listing(result.build["listing"])
+        else:
+            program = load_program(find_workload(result.workload), result.arch)
         table = {i: (ins.address, ins.text) for i, ins in enumerate(program.instructions)}
         if all(by_address.get(a, t) == t for a, t in table.values()):  # the same listing as the run's
             return table

@@ -6,11 +6,17 @@ logical shape, memory order and random initialisation; scalars), and a numpy exp
 reference output. Bringing a new kernel = writing a new spec; no code change.
 
 Expressions are Python arithmetic over the size variables (``n``, ``m``, ``k``...) and, for the
-reference, over the argument names and ``np``. They are evaluated with no builtins.
+reference, over the argument names and ``np``. They are evaluated with no builtins. An argument whose
+name is a Python keyword (``in``, ``lambda``) is written ``in_`` in expressions (or ``args['in']``).
+
+A spec may also say how to build the kernel (``nvcc_flags``, ``include_dirs``, ``defines``,
+``instantiate``) or bring the SASS of the user's own binary (``sass``), and may accept any size that
+satisfies its ``constraints`` (``["n % 128 == 0"]``) instead of, or beside, a fixed list of ``sizes``.
 """
 
 from __future__ import annotations
 
+import keyword
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -22,8 +28,38 @@ from gpusim import TRACES_DIR
 from gpusim.errors import SpecError, pydantic_one_line
 
 ARCHS = ("sm_35", "sm_52", "sm_90")
-DTYPES = {"float32": np.float32, "float64": np.float64, "int32": np.int32, "uint32": np.uint32}
-ELEMENT_BYTES = {"float32": 4, "float64": 8, "int32": 4, "uint32": 4}
+OWNED_FLAGS = {"-arch", "--gpu-architecture", "-code", "--gpu-code", "-o", "--output-file", "-cubin", "--cubin",
+               "-c", "--compile", "-ptx", "--ptx", "-fatbin", "--fatbin", "-E", "-M", "-lib", "-link"}
+DTYPES = {"float32": np.float32, "float64": np.float64, "int32": np.int32, "uint32": np.uint32,
+          "int64": np.int64, "uint64": np.uint64}
+ELEMENT_BYTES = {"float32": 4, "float64": 8, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8}
+# C spellings accepted as dtypes (LP64, as nvcc on Linux: long is 64-bit)
+DTYPE_ALIASES = {"float": "float32", "double": "float64", "int": "int32", "unsigned": "uint32",
+                 "unsigned int": "uint32", "size_t": "uint64", "long": "int64", "long long": "int64",
+                 "unsigned long": "uint64", "unsigned long long": "uint64", "int64_t": "int64",
+                 "uint64_t": "uint64", "int32_t": "int32", "uint32_t": "uint32", "ptrdiff_t": "int64"}
+DType = Literal["float32", "float64", "int32", "uint32", "int64", "uint64"]
+
+
+def _canonical_dtype(v):
+    return DTYPE_ALIASES.get(" ".join(str(v).split()), v) if isinstance(v, str) else v
+
+
+def expr_name(name: str) -> str:
+    """The name an argument has in spec expressions (``in`` -> ``in_``)."""
+    return name + "_" if keyword.iskeyword(name) else name
+
+
+def check_int_range(value, dtype: str, where: str) -> int:
+    """An integer scalar's value, or SpecError if it is not an integer or does not fit `dtype`."""
+    info = np.iinfo(DTYPES[dtype])
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        value = int(value)
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+        raise SpecError(f"{dtype} scalar needs an integer value, got {value!r}", where)
+    if not info.min <= int(value) <= info.max:
+        raise SpecError(f"value {int(value)} is out of range for {dtype} ({info.min}..{info.max})", where)
+    return int(value)
 
 
 def eval_expr(expr: str | int | float, env: dict, where: str):
@@ -55,19 +91,38 @@ class Init(_Strict):
 class BufferArg(_Strict):
     name: str
     kind: Literal["buffer"]
-    dtype: Literal["float32", "float64", "int32", "uint32"]
+    dtype: DType
     shape: list[str | int] = Field(min_length=1)
     order: Literal["C", "F"] = "C"  # memory layout of the logical array: row-major C, column-major F
     init: Init = Init()
     output: bool = False
     const: bool = False
 
+    @field_validator("dtype", mode="before")
+    @classmethod
+    def _c_spelling(cls, v):
+        return _canonical_dtype(v)
+
 
 class ScalarArg(_Strict):
     name: str
     kind: Literal["scalar"]
-    dtype: Literal["float32", "float64", "int32", "uint32"]
+    dtype: DType
     value: str | int | float
+
+    @field_validator("dtype", mode="before")
+    @classmethod
+    def _c_spelling(cls, v):
+        return _canonical_dtype(v)
+
+    @model_validator(mode="after")
+    def _literal_in_range(self):
+        if self.dtype in ELEMENT_BYTES and self.dtype.startswith(("int", "uint")) and not isinstance(self.value, str):
+            try:
+                check_int_range(self.value, self.dtype, "")
+            except SpecError as exc:
+                raise ValueError(str(exc).lstrip(": ")) from None
+        return self
 
 
 class Workload(_Strict):
@@ -76,7 +131,14 @@ class Workload(_Strict):
     source: str  # path of the .cu file, relative to the spec file
     kernel: str  # C++ name with template arguments, e.g. "simpleMatMatMul<32>"
     archs: list[Literal["sm_35", "sm_52", "sm_90"]] = list(ARCHS)
-    sizes: list[int] = Field(min_length=1)  # problem sizes n the kernel supports (tests use the smallest)
+    sizes: list[int] = []  # problem sizes n the kernel supports (tests use the smallest)
+    constraints: list[str] = []  # or: any n for which every expression is true, e.g. "n % 128 == 0"
+    # how to build the kernel (user specs; the suite's specs use the defaults)
+    nvcc_flags: list[str] = []  # extra nvcc flags, e.g. [-std=c++17, -DNDEBUG, --use_fast_math]
+    include_dirs: list[str] = []  # -I folders, relative to the spec file
+    defines: dict[str, str | int | float | None] = {}  # -D NAME=VALUE (None: -D NAME)
+    instantiate: list[str] = []  # template instances to emit, e.g. ["sgemm<128, 128, 8>"]
+    sass: str | None = None  # SASS of the user's own binary: cuobjdump -sass output, .cubin or executable
     variables: dict[str, str] = {}  # other sizes as expressions of n, e.g. {m: "n", k: "32"}
     launch: Launch
     args: list[Annotated[BufferArg | ScalarArg, Field(discriminator="kind")]] = Field(min_length=1)
@@ -92,6 +154,27 @@ class Workload(_Strict):
             raise ValueError("sizes must be positive integers")
         return v
 
+    @field_validator("instantiate", mode="before")
+    @classmethod
+    def _one_or_many(cls, v):
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("nvcc_flags")
+    @classmethod
+    def _flags_we_do_not_own(cls, v):
+        for f in v:
+            head = f.split("=", 1)[0]
+            if head in OWNED_FLAGS or f.startswith(("-gencode", "--gpu-architecture", "--generate-code")):
+                raise ValueError(f"flag '{f}' is set by gpusim (it builds -cubin for each arch in 'archs'); "
+                                 "remove it")
+        return v
+
+    @model_validator(mode="after")
+    def _sizes_or_constraints(self):
+        if not self.sizes and not self.constraints:
+            raise ValueError("give 'sizes' (a list of problem sizes) or 'constraints' (e.g. [\"n % 64 == 0\"])")
+        return self
+
     @model_validator(mode="after")
     def _outputs_have_references(self):
         names = {a.name for a in self.args}
@@ -101,6 +184,49 @@ class Workload(_Strict):
         return self
 
     # ---- derived quantities -------------------------------------------------------------------
+    @property
+    def spec_dir(self) -> Path:
+        return self.spec_path.parent if self.spec_path else TRACES_DIR / "workloads"
+
+    @property
+    def is_suite(self) -> bool:
+        """A spec of the suite (traces/workloads/): its listings are committed under traces/sass/."""
+        return self.spec_path is not None and self.spec_path.parent == (TRACES_DIR / "workloads").resolve()
+
+    def check_size(self, n: int) -> None:
+        """SpecError unless n is listed in `sizes` or satisfies every constraint."""
+        if n in self.sizes:
+            return
+        if not self.constraints:
+            raise SpecError(f"size {n} is not among the sizes workload {self.name} supports: {self.sizes}")
+        if n <= 0:
+            raise SpecError(f"size {n} must be a positive integer", f"{self.spec_path}: constraints")
+        env = {"n": int(n)}
+        for i, c in enumerate(self.constraints):
+            if not eval_expr(c, env, f"{self.spec_path}: constraints.{i}"):
+                raise SpecError(f"size {n} does not satisfy '{c}'", f"{self.spec_path}: constraints")
+        self.size_env(n)  # the variables must evaluate for it too
+
+    def supports(self, n: int) -> bool:
+        try:
+            self.check_size(n)
+            return True
+        except SpecError:
+            return False
+
+    def build_info(self) -> dict:
+        """How the kernel was built (echoed in results): flags, include folders, defines, instances."""
+        return {"nvcc_flags": list(self.nvcc_flags), "include_dirs": [str(p) for p in self.include_paths],
+                "defines": dict(self.defines), "instantiate": list(self.instantiate), "sass": self.sass}
+
+    @property
+    def include_paths(self) -> list[Path]:
+        return [(self.spec_dir / d).resolve() for d in self.include_dirs]
+
+    @property
+    def sass_path(self) -> Path | None:
+        return (self.spec_dir / self.sass).resolve() if self.sass else None
+
     @property
     def source_path(self) -> Path:
         base = self.spec_path.parent if self.spec_path else TRACES_DIR / "workloads"
@@ -135,7 +261,11 @@ class Workload(_Strict):
         for arg in self.args:
             dt = DTYPES[arg.dtype]
             if arg.kind == "scalar":
-                values[arg.name] = dt(eval_expr(arg.value, env, f"{self.name}: args.{arg.name}.value"))
+                where = f"{self.spec_path or self.name}: args.{arg.name}.value"
+                v = eval_expr(arg.value, env, where)
+                if np.issubdtype(dt, np.integer):
+                    v = check_int_range(v, arg.dtype, where)
+                values[arg.name] = dt(v)
                 continue
             shape = self.buffer_shape(arg, n)
             if arg.init.kind == "uniform":
@@ -152,8 +282,9 @@ class Workload(_Strict):
     def reference_outputs(self, inputs: dict, n: int) -> dict[str, np.ndarray]:
         """The numpy reference of each output, computed in float64 from the logical inputs."""
         env = {"np": np, **self.size_env(n)}
-        for k, v in inputs.items():
-            env[k] = v.astype(np.float64) if isinstance(v, np.ndarray) and v.dtype.kind == "f" else v
+        args = {k: v.astype(np.float64) if isinstance(v, np.ndarray) and v.dtype.kind == "f" else v
+                for k, v in inputs.items()}
+        env.update({expr_name(k): v for k, v in args.items()}, args=args)
         return {out: np.asarray(eval_expr(expr, env, f"{self.name}: reference.{out}"))
                 for out, expr in self.reference.items()}
 

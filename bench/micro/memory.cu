@@ -139,6 +139,25 @@ LDG_STREAM(cg128, 16, LD128("cg"))
 LDG_WRAP(plain32, 4, LDP32)
 LDG_WRAP(plain128, 16, LDP128)
 
+// scattered loads that miss L1: lane l reads p + l*stride (stride 4..128 B: 1 to 32 lines of 1 to 4
+// sectors per instruction), U loads 4 KB apart; warp w's 64 KB region moves by all warps' regions per
+// iteration, wrapped inside mask + 1 bytes (16 MB: L2 hits, revisited only after 64 iterations)
+extern "C" __global__ void ldg_scatter_plain32(const char* base, unsigned* sink, long long* out, int iters,
+                                               unsigned long long mask, int stride) {
+    int w = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    unsigned long long off = (unsigned long long)w * (U * 4096);
+    unsigned acc[4] = {0, 0, 0, 0};
+    long long t0 = clk();
+#pragma unroll 1
+    for (int i = 0; i < iters; ++i) {
+        const char* p = base + (off & mask) + (threadIdx.x & 31) * stride;
+        unroll<0, 4096>([&]<int I, int OFF>() { LDP32; });
+        off += (unsigned long long)gridDim.x * (blockDim.x >> 5) * (U * 4096);
+    }
+    stamp(out, t0, clk());
+    keep(acc, sink);
+}
+
 // ---- global stores -------------------------------------------------------------------------------------
 #define ST32 asm volatile("st.global.u32 [%0+%1], %2;" ::"l"(p), "n"(K), "r"(v) : "memory")
 #define ST64 asm volatile("st.global.v2.u32 [%0+%1], {%2,%2};" ::"l"(p), "n"(K), "r"(v) : "memory")

@@ -204,6 +204,28 @@ def m_stg(b: Bench) -> dict:
     return res
 
 
+def m_scatter(b: Bench) -> dict:
+    """Loads that miss L1 and touch 1..32 lines of 4..1 sectors: whether a warp's limit on outstanding
+    misses counts lines, sectors or neither."""
+    cp, np = b.cp, b.np
+    res = {"method": "ldg_scatter_plain32: lane l at p + l*stride, 16 loads 4 KB apart per iteration, 64 KB "
+                     "per warp per iteration moving through a 16 MB window (L1 misses, L2 hits); 1 CTA per SM",
+           "cases": {}}
+    buf = cp.zeros(32 << 20, dtype=cp.uint8)
+    sink = cp.zeros(1 << 16, dtype=cp.uint32)
+    for stride in (4, 8, 16, 32, 64, 128):
+        for w in (1, 4, 8):
+            r = rate_case(b, "ldg_scatter_plain32", w, lambda out: (buf, sink, out, np.int32(64),
+                                                                    np.uint64((16 << 20) - 1), np.int32(stride)),
+                          64 * U, reps=3)
+            r.update({"stride_bytes": stride, "lines_per_request": max(1, 32 * stride // 128),
+                      "sectors_per_request": max(1, 32 * stride // 32) if stride < 32 else 32})
+            res["cases"][f"s{stride}_w{w}"] = r
+    del buf
+    cp.get_default_memory_pool().free_all_blocks()
+    return res
+
+
 def m_sts(b: Bench) -> dict:
     np = b.np
     res = {"method": f"sts_<bits>: {U} shared stores per iteration at lane*stride + k*128; 1 CTA per SM of 32 "
@@ -367,7 +389,7 @@ def main() -> int:
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--ncu-only", default="", help="with --ncu: 'wrap' profiles only the wrapped-load kernels")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
-    ap.add_argument("--only", default="", help="comma list: ldg,wrap,stream,stg,sts,issue,launch,bandwidth")
+    ap.add_argument("--only", default="", help="comma list: ldg,wrap,scatter,stream,stg,sts,issue,launch,bandwidth")
     args = ap.parse_args()
     if args.ncu_child:
         ncu_child(args.ncu_child, args.ncu_only)
@@ -394,7 +416,7 @@ def main() -> int:
         R["errors"].append(f"nvidia-smi: {e!r}")
     b = Bench(comp["cubin"])
     b.launch("empty", 1, 32, (b.np.uint64(0),))
-    groups = {"ldg": m_ldg_rates, "wrap": m_wrap, "stream": m_stream, "stg": m_stg, "sts": m_sts, "issue": m_issue,
+    groups = {"ldg": m_ldg_rates, "wrap": m_wrap, "scatter": m_scatter, "stream": m_stream, "stg": m_stg, "sts": m_sts, "issue": m_issue,
               "launch": m_launch, "bandwidth": m_bandwidth_events}
     only = {s for s in args.only.split(",") if s}
     for name, fn in groups.items():

@@ -161,9 +161,9 @@ class L1Config(_Model):
     lines_per_cycle: float = Field(default=1.0, gt=0)
     """Tag lookups per cycle of the L1/texture pipe: a warp's global access occupies it for as many
     cycles as it touches distinct 128-byte lines (an uncoalesced access is slow even when it hits)."""
-    miss_sectors_per_warp: int | None = Field(default=None, ge=1)
-    """Sectors of L1 misses one warp may have outstanding; a load that would exceed it waits for
-    earlier misses to return (None: no limit)."""
+    miss_bytes_per_warp: int | None = Field(default=None, ge=1)
+    """Bytes of register data (32 lanes x access width per load) one warp may have outstanding in
+    loads that missed L1; a load that would exceed it waits for earlier ones to return (None: no limit)."""
 
     @model_validator(mode="after")
     def _geometry(self) -> "L1Config":

@@ -448,7 +448,10 @@ class SM:
         taken = self.l1_free if self.l1_free > sp_done else sp_done
         sp.lsu.taken(taken)
         sectors = self.gpu.sectors(w.mem_rows[pos])
-        done = self.l1.load(taken, sectors, readonly, w) if kind == GLOAD else self.l1.store(taken, sectors)
+        if kind == GLOAD:
+            done = self.l1.load(taken, sectors, readonly, w, self.static[w.pcs[pos]].warp_bytes)
+        else:
+            done = self.l1.store(taken, sectors)
         return done, True, start + self.lsu_read
 
     def _operands_ready(self, w: Warp, pc: int, t: float, now: float) -> tuple[float, int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpusim.isa.program import PT, RZ, URZ, Program
+from gpusim.isa.widths import access_bits
 from gpusim.trace.elide import GLOBAL_LOAD_OPCODES
 from gpusim.timing import stalls as S
 
@@ -28,6 +29,7 @@ class StaticInfo:
     dual: bool  # first of a dual-issue pair in the listing (nvdisasm braces, sm_5x)
     depbar: tuple | None  # (scoreboard, max outstanding) for DEPBAR.LE SBn, k
     readonly: bool  # a load through the read-only/texture path (LDG.CI, .CONSTANT, .NC): cached in L1
+    warp_bytes: int = 0  # a global load's register data for a full warp: 32 lanes x access width
 
 
 def _ids(operands) -> tuple:
@@ -86,7 +88,8 @@ def static_info(program: Program, cfg) -> list[StaticInfo]:
             stall=c.stall if c.stall is not None else 1, wait_mask=c.wait_mask,
             write_barrier=c.write_barrier, read_barrier=c.read_barrier, dual=ins.dual_issue, depbar=depbar,
             readonly=any(m in ins.modifiers for m in ("CI", "CONSTANT", "NC")) or ins.opcode == "TLD"
-            or (ins.opcode == "LDG" and program.arch == "sm_35")))  # GK110's LDG is the read-only data cache path
+            or (ins.opcode == "LDG" and program.arch == "sm_35"),  # GK110's LDG is the read-only data cache path
+            warp_bytes=32 * access_bits(ins.modifiers) // 8 if _kind(ins) == GLOAD else 0))
     return out
 
 

@@ -277,9 +277,11 @@ def _print_validation(report: dict) -> None:
     def num(v):
         return "-" if v is None else f"{v:,.0f}"
 
-    table = Table(title="gpusim validate: predicted vs measured (time at the measured clock)")
-    for col in ("workload", "n", "card", "mode", "pred ms", "meas ms", "time err", "pred cyc", "meas cyc",
-                "ncu cyc", "inst err", "bank confl p/m", "DRAM err", "top stall pred / meas"):
+    table = Table(title="gpusim validate: predicted vs measured (time: CUDA events vs warm-L2 simulation, at the "
+                        "measured clock; ncu columns: Nsight Compute vs cold-L2 simulation)")
+    for col in ("workload", "n", "card", "mode", "pred ms", "meas ms", "time err (warm)", "ncu cyc",
+                "cyc err (cold)", "inst err", "bank confl p/m", "DRAM rd/wr err", "stall dist",
+                "top stall pred / meas"):
         table.add_column(col, justify="left" if col in ("workload", "card", "mode", "top stall pred / meas")
                          else "right")
     for r in report["rows"]:
@@ -289,14 +291,17 @@ def _print_validation(report: dict) -> None:
             continue
         e = r["time_error_pct"]
         colour = "green" if abs(e) <= 20 else "yellow" if abs(e) <= 50 else "red"
-        ps = r["predicted_top_stalls"][0][0] if r["predicted_top_stalls"] else "-"
-        ms = r["measured_top_stalls"][0][0] if r["measured_top_stalls"] else "-"
+        ps = r["predicted_top_stalls"][0][0] if r.get("predicted_top_stalls") else "-"
+        ms = r["measured_top_stalls"][0][0] if r.get("measured_top_stalls") else "-"
         bc = ("-" if r.get("measured_shared_bank_conflicts") is None else
               f"{num(r['predicted_shared_bank_conflicts'])}/{num(r['measured_shared_bank_conflicts'])}")
+        dram = ("-" if not r.get("ncu_record") else
+                f"{pct(r.get('dram_read_error_pct'))}/{pct(r.get('dram_write_error_pct')) if r.get('predicted_dram_write_bytes') is not None else 'n/a'}")
+        dist = "-" if r.get("stall_distance") is None else f"{r['stall_distance']:.2f}"
         table.add_row(r["workload"], str(r["size"]), r["card"], r["mode"], f"{r['predicted_time_ms']:.4g}",
-                      f"{r['measured_time_ms']:.4g}", f"[{colour}]{pct(e)}[/{colour}]", num(r["predicted_cycles"]),
-                      num(r["measured_cycles"]), num(r.get("ncu_cycles")), pct(r.get("instructions_error_pct")), bc,
-                      pct(r.get("dram_error_pct")), f"{ps} / {ms}" if r["measured_top_stalls"] else ps)
+                      f"{r['measured_time_ms']:.4g}", f"[{colour}]{pct(e)}[/{colour}]", num(r.get("ncu_cycles")),
+                      pct(r.get("cycles_error_pct_vs_ncu")), pct(r.get("instructions_error_pct")), bc, dram, dist,
+                      f"{ps} / {ms}" if r.get("measured_top_stalls") else ps)
     console.print(table)
     rk = report["summary"]["rankings"]
     if rk:

@@ -736,8 +736,10 @@ def summary_lines(report: dict) -> list[str]:
                          f"{d['measured_zero_predicted_zero']} of them")
         if d["not_simulated"]:
             extra.append(f"n/a on {d['not_simulated']}: the result has no dram_{kind}_bytes counter")
-        head = (f"MAPE {d['mape_pct']:.1f}% over {d['n']} cases (mean signed {d['mean_signed_pct']:+.1f}%)"
-                if d["n"] else "no comparable case")
+        modes = [(m, f[f"dram_{kind}_bytes"]) for m, f in s.get("ncu_by_mode", {}).items()]
+        by_mode = "; ".join(f"{m} {f['mape_pct']:.1f}% over {f['n']}" for m, f in modes if f["n"])
+        head = (f"MAPE {d['mape_pct']:.1f}% over {d['n']} cases (mean signed {d['mean_signed_pct']:+.1f}%; "
+                f"{by_mode})" if d["n"] else "no comparable case")
         if d["n"] or extra:
             L.append(f"  DRAM {kind} bytes vs dram__bytes_{kind}.sum: {head}" + (f" ({'; '.join(extra)})" if extra else ""))
     sd_ = s.get("stall_distance") or {"n": 0}

@@ -203,6 +203,9 @@ def run(workload: str = typer.Argument(..., help="workload name or path of a spe
     _print_result(result)
     if measured is not None:
         _print_measured(result, measured)
+        if str(_parse_sets(set_).get("memory.l2.initial", "")) == "warm":
+            console.print("[yellow]note: this run started with a warm L2; Nsight Compute's counters are of a launch "
+                          "after a cache flush (cold)[/yellow]")
 
 
 @app.command()
@@ -310,8 +313,8 @@ def _print_validation(report: dict) -> None:
         ms = r["measured_top_stalls"][0][0] if r.get("measured_top_stalls") else "-"
         bc = ("-" if r.get("measured_shared_bank_conflicts") is None else
               f"{num(r['predicted_shared_bank_conflicts'])}/{num(r['measured_shared_bank_conflicts'])}")
-        dram = ("-" if not r.get("ncu_record") else
-                f"{pct(r.get('dram_read_error_pct'))}/{pct(r.get('dram_write_error_pct')) if r.get('predicted_dram_write_bytes') is not None else 'n/a'}")
+        write = pct(r.get("dram_write_error_pct")) if r.get("predicted_dram_write_bytes") is not None else "n/a"
+        dram = "-" if not r.get("ncu_record") else f"{pct(r.get('dram_read_error_pct'))}/{write}"
         dist = "-" if r.get("stall_distance") is None else f"{r['stall_distance']:.2f}"
         table.add_row(r["workload"], str(r["size"]), r["card"], r["mode"], f"{r['predicted_time_ms']:.4g}",
                       f"{r['measured_time_ms']:.4g}", f"[{colour}]{pct(e)}[/{colour}]", num(r.get("ncu_cycles")),
@@ -382,8 +385,8 @@ def _print_measured(r, measured: dict) -> None:
     """Nsight Compute's counters of the same launch beside the simulated ones (its baseline view)."""
     from gpusim.measure.compare import compare
 
-    c = compare({"cycles": r.cycles, "warp_instructions": r.warp_instructions, "memory": r.memory,
-                 "shared": r.shared, "stalls": r.stalls}, measured)
+    c = compare({"cycles": r.cycles, "clock_mhz": r.clock_mhz, "warp_instructions": r.warp_instructions,
+                 "memory": r.memory, "shared": r.shared, "stalls": r.stalls}, measured)
 
     def fmt(v):
         return "n/a" if v is None else f"{v:,.0f}"

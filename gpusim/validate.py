@@ -274,7 +274,8 @@ def cache_key(case: Case) -> str:
     if case.l2 is None:
         raise ValueError("cache_key needs a simulation (a case with its cache state, Case.sim)")
     ident = {"v": CACHE_VERSION, "workload": case.workload, "size": case.size, "card": case.card, "mode": case.mode,
-             "l2_initial": case.l2, "code": code_version(), "workload_files": _workload_fingerprint(case.workload, case.card)}
+             "l2_initial": case.l2, "code": code_version(),
+             "workload_files": _workload_fingerprint(case.workload, case.card)}
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:32]
 
 
@@ -529,7 +530,8 @@ def _bytes_stats(rows: list[dict], kind: str) -> dict:
     meas = [r for r in rows if r.get(f"measured_dram_{kind}_bytes") is not None and r.get("predicted_cycles_cold")]
     out = _stats([r[f"dram_{kind}_error_pct"] for r in meas if r.get(f"dram_{kind}_error_pct") is not None])
     out["not_simulated"] = sum(1 for r in meas if r.get(f"predicted_dram_{kind}_bytes") is None)
-    zero = [r for r in meas if r[f"measured_dram_{kind}_bytes"] == 0 and r.get(f"predicted_dram_{kind}_bytes") is not None]
+    zero = [r for r in meas
+            if r[f"measured_dram_{kind}_bytes"] == 0 and r.get(f"predicted_dram_{kind}_bytes") is not None]
     out["measured_zero"] = len(zero)
     out["measured_zero_predicted_zero"] = sum(1 for r in zero if r[f"predicted_dram_{kind}_bytes"] == 0)
     return out
@@ -741,7 +743,8 @@ def summary_lines(report: dict) -> list[str]:
         head = (f"MAPE {d['mape_pct']:.1f}% over {d['n']} cases (mean signed {d['mean_signed_pct']:+.1f}%; "
                 f"{by_mode})" if d["n"] else "no comparable case")
         if d["n"] or extra:
-            L.append(f"  DRAM {kind} bytes vs dram__bytes_{kind}.sum: {head}" + (f" ({'; '.join(extra)})" if extra else ""))
+            L.append(f"  DRAM {kind} bytes vs dram__bytes_{kind}.sum: {head}"
+                     + (f" ({'; '.join(extra)})" if extra else ""))
     sd_ = s.get("stall_distance") or {"n": 0}
     st = s.get("top_stall_match") or {"n": 0}
     if sd_["n"]:

@@ -128,9 +128,20 @@ def _opt(memory: dict, key: str) -> float | None:
     return None if v is None else float(v)
 
 
+_NS_PER = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6, "s": 1e9, "second": 1e9}
+
+
+def _ncu_time_ns(metrics: dict) -> float | None:
+    m = (metrics or {}).get("gpu__time_duration.sum")
+    v = _num(metrics, "gpu__time_duration.sum")
+    unit = (m.get("unit") if isinstance(m, dict) else "") or "ns"
+    return None if v is None or unit not in _NS_PER else v * _NS_PER[unit]
+
+
 # (label, Nsight value from its metrics, simulated value from a SimResult dict)
 COUNTERS = (
     ("cycles", lambda m: _num(m, "gpc__cycles_elapsed.max"), lambda s: float(s["cycles"])),
+    ("kernel time, ns (no launch overhead)", _ncu_time_ns, lambda s: float(s["cycles"]) / float(s["clock_mhz"]) * 1e3),
     ("warp-instructions", lambda m: _num(m, "smsp__inst_executed.sum"), lambda s: float(s["warp_instructions"])),
     ("L1 global load sectors", lambda m: _num(m, "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"),
      lambda s: _sim_l1_load_sectors(s.get("memory"))),

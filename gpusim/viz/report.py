@@ -131,8 +131,8 @@ def _counters(r: SimResult) -> str:
 
 
 def _sim_dict(r: SimResult) -> dict:
-    return {"cycles": r.cycles, "warp_instructions": r.warp_instructions, "memory": r.memory, "shared": r.shared,
-            "stalls": r.stalls}
+    return {"cycles": r.cycles, "clock_mhz": r.clock_mhz, "warp_instructions": r.warp_instructions,
+            "memory": r.memory, "shared": r.shared, "stalls": r.stalls}
 
 
 def _fmt(v) -> str:
@@ -175,9 +175,10 @@ def _measured_section(r: SimResult, m: dict) -> str:
         bars = (f'<div class="bar" style="width:{100 * s:.1f}%;background:{reason_colour(x["reason"])}"></div>'
                 f'<div class="bar meas" style="width:{100 * (me or 0):.1f}%"></div>')
         only = {"simulated": " (gpusim only)", "measured": " (Nsight only)"}.get(x["only"] or "", "")
+        meas = "n/a" if me is None else f"{me:.1%}"
         stall_rows.append(f'<tr><td><span class="swatch" style="background:{reason_colour(x["reason"])}"></span>'
                           f'{escape(x["reason"])}{only}</td><td class="num">{s:.1%}</td>'
-                          f'<td class="num">{"n/a" if me is None else f"{me:.1%}"}</td><td class="bars">{bars}</td></tr>')
+                          f'<td class="num">{meas}</td><td class="bars">{bars}</td></tr>')
     t = c["top_reason"]
     dist = "n/a" if c["stall_distance"] is None else f"{c['stall_distance']:.3f}"
     where = (f'launch ID {escape(str(m.get("id")))} of <code>{escape(str(m.get("source")))}</code>: '

@@ -190,7 +190,9 @@ def run(workload: str = typer.Argument(..., help="workload name or path of a spe
                                                     help="record a timeline for these CTAs (e.g. 0,1) for gpusim viz"),
         timeline_cycles: str = typer.Option("0:50000", "--timeline-cycles",
                                             help="cycle window of the timeline, FIRST:LAST"),
-        cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP)):
+        cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
+        ncu: Optional[Path] = typer.Option(None, "--ncu", help="Nsight Compute raw CSV (ncu --csv --page raw) of "
+                                                               "this kernel: show its counters beside the simulated")):
     """Simulate a workload on a GPU config and print where the cycles went."""
     from gpusim.errors import SpecError
     from gpusim.timing.driver import run_workload
@@ -206,12 +208,28 @@ def run(workload: str = typer.Argument(..., help="workload name or path of a spe
         except ValueError:
             raise SpecError("--timeline-ctas takes 'all' or ids like 0,1; --timeline-cycles takes FIRST:LAST") from None
         window = (lo, hi, ctas)
+    measured = None
+    if ncu is not None:  # read and match before simulating: a wrong file fails at once
+        from gpusim.measure.compare import ncu_baseline
+        from gpusim.workloads import find_workload
+
+        wl = find_workload(workload)
+        _check_size(wl, size)
+        measured = ncu_baseline(ncu, wl, size)
     result = run_workload(workload, gpu, size, mode=mode, overrides=_parse_sets(set_),
                           honour_control_codes=honour_control_codes, window=window)
     if json_path:
         json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(result.model_dump_json(indent=2))
+        if measured is None:
+            json_path.write_text(result.model_dump_json(indent=2))
+        else:
+            json_path.write_text(json.dumps({**json.loads(result.model_dump_json()), "measured": measured}, indent=2))
     _print_result(result)
+    if measured is not None:
+        _print_measured(result, measured)
+        if str(_parse_sets(set_).get("memory.l2.initial", "")) == "warm":
+            console.print("[yellow]note: this run started with a warm L2; Nsight Compute's counters are of a launch "
+                          "after a cache flush (cold)[/yellow]")
 
 
 @app.command()
@@ -220,12 +238,12 @@ def viz(results: list[Path] = typer.Argument(..., help="result JSON files writte
         bucket: Optional[float] = typer.Option(None, "--bucket", help="cycles per point of the utilisation plot"),
         as_json: bool = typer.Option(False, "--json", help="print the written paths as JSON")):
     """Write a Perfetto timeline, stall plots and a self-contained HTML report of timing results."""
-    from gpusim.viz.load import load_result
+    from gpusim.viz.load import load_with_measured
     from gpusim.viz.report import write_outputs
 
-    loaded = [load_result(p) for p in results]
+    loaded = [load_with_measured(p) for p in results]
     try:
-        written = write_outputs(loaded, outdir, bucket=bucket)
+        written = write_outputs([r for r, _ in loaded], outdir, bucket=bucket, measured=[m for _, m in loaded])
     except OSError as exc:
         raise GpusimError(f"cannot write the report: {exc.strerror or exc}", str(outdir)) from None
     summary = {"report": str(written["report"]), "timeline": str(written["timeline"]) if written["timeline"] else None,
@@ -301,9 +319,11 @@ def _print_validation(report: dict) -> None:
     def num(v):
         return "-" if v is None else f"{v:,.0f}"
 
-    table = Table(title="gpusim validate: predicted vs measured (time at the measured clock)")
-    for col in ("workload", "n", "card", "mode", "pred ms", "meas ms", "time err", "pred cyc", "meas cyc",
-                "ncu cyc", "inst err", "bank confl p/m", "DRAM err", "top stall pred / meas"):
+    table = Table(title="gpusim validate: predicted vs measured (time: CUDA events vs warm-L2 simulation, at the "
+                        "measured clock; ncu columns: Nsight Compute vs cold-L2 simulation)")
+    for col in ("workload", "n", "card", "mode", "pred ms", "meas ms", "time err (warm)", "ncu cyc",
+                "cyc err (cold)", "inst err", "bank confl p/m", "DRAM rd/wr err", "stall dist",
+                "top stall pred / meas"):
         table.add_column(col, justify="left" if col in ("workload", "card", "mode", "top stall pred / meas")
                          else "right")
     for r in report["rows"]:
@@ -313,14 +333,17 @@ def _print_validation(report: dict) -> None:
             continue
         e = r["time_error_pct"]
         colour = "green" if abs(e) <= 20 else "yellow" if abs(e) <= 50 else "red"
-        ps = r["predicted_top_stalls"][0][0] if r["predicted_top_stalls"] else "-"
-        ms = r["measured_top_stalls"][0][0] if r["measured_top_stalls"] else "-"
+        ps = r["predicted_top_stalls"][0][0] if r.get("predicted_top_stalls") else "-"
+        ms = r["measured_top_stalls"][0][0] if r.get("measured_top_stalls") else "-"
         bc = ("-" if r.get("measured_shared_bank_conflicts") is None else
               f"{num(r['predicted_shared_bank_conflicts'])}/{num(r['measured_shared_bank_conflicts'])}")
+        write = pct(r.get("dram_write_error_pct")) if r.get("predicted_dram_write_bytes") is not None else "n/a"
+        dram = "-" if not r.get("ncu_record") else f"{pct(r.get('dram_read_error_pct'))}/{write}"
+        dist = "-" if r.get("stall_distance") is None else f"{r['stall_distance']:.2f}"
         table.add_row(r["workload"], str(r["size"]), r["card"], r["mode"], f"{r['predicted_time_ms']:.4g}",
-                      f"{r['measured_time_ms']:.4g}", f"[{colour}]{pct(e)}[/{colour}]", num(r["predicted_cycles"]),
-                      num(r["measured_cycles"]), num(r.get("ncu_cycles")), pct(r.get("instructions_error_pct")), bc,
-                      pct(r.get("dram_error_pct")), f"{ps} / {ms}" if r["measured_top_stalls"] else ps)
+                      f"{r['measured_time_ms']:.4g}", f"[{colour}]{pct(e)}[/{colour}]", num(r.get("ncu_cycles")),
+                      pct(r.get("cycles_error_pct_vs_ncu")), pct(r.get("instructions_error_pct")), bc, dram, dist,
+                      f"{ps} / {ms}" if r.get("measured_top_stalls") else ps)
     console.print(table)
     rk = report["summary"]["rankings"]
     if rk:
@@ -380,6 +403,35 @@ def _print_result(r) -> None:
     for k, v in rows:
         table.add_row(k, v)
     console.print(table)
+
+
+def _print_measured(r, measured: dict) -> None:
+    """Nsight Compute's counters of the same launch beside the simulated ones (its baseline view)."""
+    from gpusim.measure.compare import compare
+
+    c = compare({"cycles": r.cycles, "clock_mhz": r.clock_mhz, "warp_instructions": r.warp_instructions,
+                 "memory": r.memory, "shared": r.shared, "stalls": r.stalls}, measured)
+
+    def fmt(v):
+        return "n/a" if v is None else f"{v:,.0f}"
+
+    table = Table(title=f"measured (Nsight Compute, launch ID {measured.get('id')} of {measured.get('source')}: "
+                        f"grid {measured.get('grid')} block {measured.get('block')}) vs simulated")
+    for col in ("counter", "simulated", "measured", "difference"):
+        table.add_column(col, justify="left" if col == "counter" else "right")
+    for x in c["counters"]:
+        table.add_row(x["name"], fmt(x["simulated"]), fmt(x["measured"]),
+                      "n/a" if x["error_pct"] is None else f"{x['error_pct']:+.1f}%")
+    for x in c["stalls"]:
+        if x["simulated"] >= 0.0005 or (x["measured"] or 0) >= 0.0005:
+            table.add_row(f"stall: {x['reason']}", f"{x['simulated']:.1%}",
+                          "n/a" if x["measured"] is None else f"{x['measured']:.1%}", "")
+    console.print(table)
+    t = c["top_reason"]
+    dist = "n/a" if c["stall_distance"] is None else f"{c['stall_distance']:.3f}"
+    console.print(f"stall distance (half the L1 distance of the stall fractions) {dist}; top stall simulated "
+                  f"{t['simulated']}, measured {t['measured']}. Nsight Compute flushes caches before the profiled "
+                  "launch: compare with a cold-L2 run (memory.l2.initial=cold).")
 
 
 def _check_size(wl, size: int) -> None:

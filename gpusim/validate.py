@@ -7,12 +7,22 @@ Three sources of truth:
   ratios). Simulated in ``detailed`` mode (every CTA).
 * ``validation/<card>/timing/*.json`` -- larger sizes, CUDA-event timing only. Simulated in
   ``sampled`` mode (one SM's wave, extrapolated; the run's own error estimate is reported).
+* ``validation/<card>/ncu_large/*.json`` -- Nsight Compute counters (and 20 event-timed launches) at
+  512..2048: the ncu side of the rows at those sizes (their event times come from ``timing/`` where
+  it has the size, it has more launches).
 * the seed documents' tables: GTX 970 DGEMM seconds per GEMM and Tesla M2090 C = AA^T effective
   bandwidths (``/work/shared/seeds/README.md``).
 
+Cache state (``memory.l2.initial``). CUDA-event times come from launches repeated back to back on
+the same buffers, so each launch finds the previous one's data in L2: they are compared with a
+``warm`` simulation. Nsight Compute flushes the caches before the launch it profiles: its cycles,
+DRAM bytes and stall mix are compared with a ``cold`` simulation. A case with both (the small ones)
+is simulated twice; every row says which state each comparison used (``time_cache_state``,
+``ncu_cache_state``). The seeds' tables are timed loops: ``warm``.
+
 Nothing is fitted: every figure comes from the committed configs. Every simulated case is cached
-under ``out/validate/cache/<key>.json``, the key hashing (workload, size, card, mode, the model's
-code version = gpusim/timing/*.py + configs/gpus/**, the workload spec and its SASS listing).
+under ``out/validate/cache/<key>.json``, the key hashing (workload, size, card, mode, cache state, the
+model's code version = gpusim/timing/**/*.py + configs/gpus/**, the workload spec and its SASS listing).
 """
 
 from __future__ import annotations
@@ -21,16 +31,20 @@ import hashlib
 import json
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpusim import REPO_ROOT
+from gpusim.measure import compare as M
 
 VALIDATION_DIR = REPO_ROOT / "validation"
 CACHE_DIR = REPO_ROOT / "out" / "validate" / "cache"
 DETAILED_MAX_SIZE = 256  # detailed mode above this is minutes per case; sampled is seconds
 QUICK_MAX_SIZE = 1024
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: the key holds the cache state (memory.l2.initial)
+TIME_CACHE_STATE = "warm"  # CUDA-event loops relaunch on the same buffers
+NCU_CACHE_STATE = "cold"  # Nsight Compute flushes caches before the profiled launch
+SOURCES = ("small", "timing", "ncu_large")  # validation/<card>/<source>/
 
 # Families whose variants compute the same product: the simulated order of their times should match
 # the measured order at each size.
@@ -49,6 +63,15 @@ FAMILIES = {
     "suite12 dgemm row-major": ["dgemm_naive_coalesced", "dgemm_regtile"],
     "suite12 transpose (m = 4n)": ["transpose_naive", "transpose_smem", "transpose_smem_padded"],
 }
+
+
+
+def family_of(workload: str) -> str:
+    """The family a workload belongs to (FAMILIES); a workload in none is its own family."""
+    for fam, members in FAMILIES.items():
+        if workload in members:
+            return fam
+    return workload
 
 # GTX 970 DGEMM, seconds per GEMM (seeds/README.md; the page says "ms" but only seconds fit 2n^3/t).
 GTX970_DGEMM = {
@@ -77,33 +100,55 @@ RATIO_TOLERANCE = 0.25
 
 @dataclass(frozen=True)
 class Case:
+    """A measured case (one row); with `l2` set, one simulation of it."""
     workload: str
     size: int
     card: str
     mode: str
-    source: str  # "small" | "timing" | "seed"
-    path: str | None = None  # the measured record (relative to the repo), None for seed cases
+    source: str  # where the event time comes from: "small" | "timing" | "ncu_large" | "seed"
+    path: str | None = None  # the record with the event time (relative to the repo), None for seed cases
+    ncu_path: str | None = None  # the record with Nsight Compute counters, None if there is none
+    l2: str | None = None  # a simulation's memory.l2.initial; None on a row
+
+    def sim(self, l2: str) -> "Case":
+        return replace(self, l2=l2)
+
+
+def cache_states(case: Case) -> dict[str, str | None]:
+    """Which simulation each comparison of a row uses: event time -> warm, ncu counters -> cold."""
+    return {"time": TIME_CACHE_STATE if case.path or case.source == "seed" else None,
+            "ncu": NCU_CACHE_STATE if case.ncu_path else None}
+
+
+def simulations(cases: list[Case]) -> list[Case]:
+    """The distinct simulations the rows need (one per cache state they compare with)."""
+    out, seen = [], set()
+    for c in cases:
+        for l2 in dict.fromkeys(v for v in cache_states(c).values() if v):
+            s = c.sim(l2)
+            if s not in seen:
+                seen.add(s)
+                out.append(s)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- cases
 
 def measured_cards() -> list[str]:
     return sorted(p.name for p in VALIDATION_DIR.iterdir()
-                  if p.is_dir() and ((p / "small").is_dir() or (p / "timing").is_dir()))
+                  if p.is_dir() and any((p / src).is_dir() for src in SOURCES))
 
 
 def mode_for(size: int) -> str:
     return "detailed" if size <= DETAILED_MAX_SIZE else "sampled"
 
 
-def skip_reason(rec: dict) -> str | None:
-    """Why a measured record cannot be compared (None: it can)."""
+def _unusable(rec: dict) -> str | None:
+    """Why a record cannot be compared at all (None: it can)."""
     from gpusim.workloads import find_workload
 
     if rec.get("error") or rec.get("skipped"):
         return f"not measured: {rec.get('error') or rec.get('skipped')}"
-    if not rec.get("timing"):
-        return "no timing"
     if rec.get("check") is not None and not rec["check"].get("passed", True):
         return "output check failed (the launch was not a valid run of the kernel)"
     try:
@@ -114,35 +159,69 @@ def skip_reason(rec: dict) -> str | None:
     return None
 
 
+def skip_reason(rec: dict) -> str | None:
+    """Why a record's event time cannot be compared (None: it can)."""
+    why = _unusable(rec)
+    if why:
+        return why
+    if not rec.get("timing"):
+        return "no timing"
+    return None
+
+
+def ncu_skip_reason(rec: dict) -> str | None:
+    """Why a record's Nsight Compute counters cannot be compared (None: they can)."""
+    why = _unusable(rec)
+    if why:
+        return why
+    ncu = rec.get("ncu") or {}
+    if not ncu:
+        return "no ncu counters"
+    if ncu.get("error"):
+        return f"ncu failed: {ncu['error']}"
+    if _metric(rec, "gpc__cycles_elapsed.max") is None:
+        return "ncu counters lack gpc__cycles_elapsed.max"
+    return None
+
+
+def _records(card: str):
+    for source in SOURCES:
+        d = VALIDATION_DIR / card / source
+        for p in sorted(d.glob("*__n*.json")) if d.is_dir() else []:
+            yield source, p, json.loads(p.read_text())
+
+
 def skipped_records(gpu: str | None = None) -> list[dict]:
+    """Records that give a row neither its event time nor its ncu counters, and why."""
     out = []
     for card in ([gpu] if gpu else measured_cards()):
-        for source in ("small", "timing"):
-            d = VALIDATION_DIR / card / source
-            for p in sorted(d.glob("*__n*.json")) if d.is_dir() else []:
-                why = skip_reason(json.loads(p.read_text()))
-                if why:
-                    out.append({"record": str(p.relative_to(REPO_ROOT)), "reason": why})
+        for source, p, rec in _records(card):
+            why = skip_reason(rec)
+            if why and ncu_skip_reason(rec):
+                out.append({"record": str(p.relative_to(REPO_ROOT)), "reason": why})
     return out
 
 
 def list_cases(gpu: str | None = None, quick: bool = False) -> list[Case]:
-    """Every measured (workload, size) of validation/<card>/{small,timing} with a usable timing."""
+    """One row per measured (card, workload, size) with a usable event time. Its time comes from
+    small/ or timing/ (timing/ has more launches than ncu_large/ at the sizes both have), else from
+    ncu_large/; its Nsight counters from small/ or ncu_large/ where they are usable."""
     cases: list[Case] = []
     cards = [gpu] if gpu else measured_cards()
     for card in cards:
-        for source in ("small", "timing"):
-            d = VALIDATION_DIR / card / source
-            if not d.is_dir():
+        timed: dict[tuple, tuple[str, str]] = {}
+        profiled: dict[tuple, str] = {}
+        for source, p, rec in _records(card):
+            key = (rec["workload"], int(rec["size"]))
+            rel = str(p.relative_to(REPO_ROOT))
+            if quick and key[1] > QUICK_MAX_SIZE:
                 continue
-            for p in sorted(d.glob("*__n*.json")):
-                rec = json.loads(p.read_text())
-                if skip_reason(rec):
-                    continue
-                if quick and rec["size"] > QUICK_MAX_SIZE:
-                    continue
-                cases.append(Case(rec["workload"], int(rec["size"]), card, mode_for(int(rec["size"])), source,
-                                  str(p.relative_to(REPO_ROOT))))
+            if skip_reason(rec) is None and key not in timed:  # SOURCES is in order of preference
+                timed[key] = (source, rel)
+            if ncu_skip_reason(rec) is None and key not in profiled:
+                profiled[key] = rel
+        for (wl, n), (source, rel) in timed.items():
+            cases.append(Case(wl, n, card, mode_for(n), source, rel, profiled.get((wl, n))))
     cases.sort(key=lambda c: (c.card, c.size, c.workload))
     return cases
 
@@ -175,10 +254,11 @@ _CODE_VERSION: str | None = None
 
 
 def code_version() -> str:
-    """Hash of the timing model's code and the GPU configs (what decides a result besides the trace)."""
+    """Hash of the timing model's code (its subpackages too) and the GPU configs (what decides a
+    result besides the trace)."""
     global _CODE_VERSION
     if _CODE_VERSION is None:
-        files = list((REPO_ROOT / "gpusim" / "timing").glob("*.py"))
+        files = list((REPO_ROOT / "gpusim" / "timing").rglob("*.py"))
         files += [p for p in (REPO_ROOT / "configs" / "gpus").rglob("*") if p.is_file()]
         _CODE_VERSION = _hash_files(files)[:16]
     return _CODE_VERSION
@@ -198,8 +278,11 @@ def _workload_fingerprint(workload: str, card: str) -> str:
 
 
 def cache_key(case: Case) -> str:
+    if case.l2 is None:
+        raise ValueError("cache_key needs a simulation (a case with its cache state, Case.sim)")
     ident = {"v": CACHE_VERSION, "workload": case.workload, "size": case.size, "card": case.card, "mode": case.mode,
-             "code": code_version(), "workload_files": _workload_fingerprint(case.workload, case.card)}
+             "l2_initial": case.l2, "code": code_version(),
+             "workload_files": _workload_fingerprint(case.workload, case.card)}
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:32]
 
 
@@ -207,7 +290,7 @@ def _simulate_to_cache(case: Case, path: str) -> dict:
     from gpusim.timing.driver import run_workload
 
     t0 = time.perf_counter()
-    r = run_workload(case.workload, case.card, case.size, mode=case.mode)
+    r = run_workload(case.workload, case.card, case.size, mode=case.mode, overrides={"memory.l2.initial": case.l2})
     d = json.loads(r.model_dump_json())
     d.pop("stalls_per_pc", None)  # bulky and not used here
     d.pop("timeline", None)
@@ -222,7 +305,8 @@ def _simulate_to_cache(case: Case, path: str) -> dict:
 
 def simulate_cases(cases: list[Case], cache_dir: Path = CACHE_DIR, workers: int = 1, console=None,
                    progress: bool = True) -> tuple[dict[Case, dict], dict]:
-    """Simulated result dicts (SimResult JSON, less per-PC stalls) per case, from the cache when there."""
+    """Simulated result dicts (SimResult JSON, less per-PC stalls) per simulation (a Case with its
+    cache state, see `simulations`), from the cache when there."""
     results: dict[Case, dict] = {}
     todo: list[tuple[Case, str]] = []
     failures: dict[Case, str] = {}
@@ -238,6 +322,9 @@ def simulate_cases(cases: list[Case], cache_dir: Path = CACHE_DIR, workers: int 
     stats = {"cases": len(cases), "cached": len(cases) - len(todo), "computed": 0, "failed": 0}
     if not todo:
         return results, stats
+    # the longest first, so that no long simulation starts last while the other workers idle
+    # (rough cost: a detailed n=256 case is about a sampled n=1024 one)
+    todo.sort(key=lambda cp: -cp[0].size * (4 if cp[0].mode == "detailed" else 1))
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -247,7 +334,7 @@ def simulate_cases(cases: list[Case], cache_dir: Path = CACHE_DIR, workers: int 
         task = prog.add_task("", total=len(todo))
         if workers <= 1:
             for c, path in todo:
-                prog.update(task, description=f"{c.workload} n={c.size} {c.card} {c.mode}")
+                prog.update(task, description=f"{c.workload} n={c.size} {c.card} {c.mode} {c.l2}")
                 try:
                     results[c] = _simulate_to_cache(c, path)
                 except Exception as exc:  # reported per case; the run goes on
@@ -264,11 +351,11 @@ def simulate_cases(cases: list[Case], cache_dir: Path = CACHE_DIR, workers: int 
                         results[c] = f.result()
                     except Exception as exc:
                         failures[c] = f"{type(exc).__name__}: {exc}"
-                    prog.update(task, description=f"done {c.workload} n={c.size} {c.card}")
+                    prog.update(task, description=f"done {c.workload} n={c.size} {c.card} {c.l2}")
                     prog.advance(task)
     stats["computed"] = len(todo) - len(failures)
     stats["failed"] = len(failures)
-    stats["failures"] = {f"{c.workload} n={c.size} {c.card} {c.mode}": e for c, e in failures.items()}
+    stats["failures"] = {f"{c.workload} n={c.size} {c.card} {c.mode} {c.l2}": e for c, e in failures.items()}
     return results, stats
 
 
@@ -298,24 +385,14 @@ def measured_clock_mhz(rec: dict) -> tuple[float, str]:
 
 def measured_stall_fractions(rec: dict) -> dict[str, float] | None:
     """Nsight's per-issue stall ratios (warps stalled per issue-active cycle, `selected` = 1) divided by
-    their sum: the fraction of resident warp-cycles per reason, comparable with gpusim's stall totals."""
-    ncu = rec.get("ncu") or {}
-    metrics = ncu.get("metrics") or {}
-    pre, post = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
-    vals = {}
-    for k, v in metrics.items():
-        if k.startswith(pre) and k.endswith(post) and v.get("value") is not None:
-            vals[k[len(pre):-len(post)]] = float(v["value"])
-    total = sum(vals.values())
-    if not vals or total <= 0:
-        return None
-    return {k: v / total for k, v in vals.items()}
+    their sum: the fraction of resident warp-cycles per reason, comparable with gpusim's stall totals
+    (gpusim.measure.compare)."""
+    return M.ncu_stall_fractions((rec.get("ncu") or {}).get("metrics") or {})
 
 
 def sim_stall_fractions(sim: dict) -> dict[str, float]:
-    st = sim.get("stalls") or {}
-    total = sum(st.values()) or 1.0
-    return {k: v / total for k, v in st.items()}
+    """gpusim's warp-cycles per reason as fractions, under Nsight's reason names."""
+    return M.sim_stall_fractions(sim.get("stalls"))
 
 
 def top_stalls(fracs: dict[str, float] | None, k: int = 3) -> list[list]:
@@ -335,51 +412,73 @@ def _launch_overhead_s(sim: dict) -> float:
     return max(0.0, float(sim["time_s"]) - float(sim["cycles"]) / (float(sim["clock_mhz"]) * 1e6))
 
 
-def build_row(case: Case, sim: dict | None, rec: dict) -> dict:
+def _rounded(fr: dict[str, float] | None) -> dict[str, float] | None:
+    return None if fr is None else {k: round(v, 5) for k, v in sorted(fr.items(), key=lambda kv: -kv[1])}
+
+
+def build_row(case: Case, warm: dict | None, cold: dict | None, rec: dict, ncu_rec: dict | None = None) -> dict:
+    """One row: the event time against the warm simulation; Nsight's cycles, counters and stall mix
+    (from `ncu_rec`, the record named by case.ncu_path) against the cold one."""
+    states = cache_states(case)
     mhz, clock_src = measured_clock_mhz(rec)
     meas_ms = float(rec["timing"]["median_ms"])
-    row = {"workload": case.workload, "size": case.size, "card": case.card, "mode": case.mode, "source": case.source,
-           "record": case.path, "measured_mhz": mhz, "clock_source": clock_src,
+    ncu_rec = ncu_rec or {}
+    row = {"workload": case.workload, "family": family_of(case.workload), "size": case.size, "card": case.card,
+           "mode": case.mode, "source": case.source, "record": case.path, "ncu_record": case.ncu_path,
+           "time_cache_state": states["time"], "ncu_cache_state": states["ncu"],
+           "measured_mhz": mhz, "clock_source": clock_src,
            "measured_time_ms": meas_ms, "measured_cycles": meas_ms * 1e-3 * mhz * 1e6,
-           "ncu_cycles": _metric(rec, "gpc__cycles_elapsed.max")}
-    if sim is None:
-        row["error"] = "simulation failed"
+           "ncu_cycles": _metric(ncu_rec, "gpc__cycles_elapsed.max")}
+    failed = [st for st, sim in ((states["time"], warm), (states["ncu"], cold)) if st and sim is None]
+    if failed:
+        row["error"] = "simulation failed (" + ", ".join(failed) + ")"
+    if warm is not None:  # event time vs the warm simulation
+        cycles = float(warm["cycles"])
+        row.update({
+            "predicted_cycles": cycles,
+            # at the measured clock, plus the card's host-visible launch overhead (time_s - cycles / clock)
+            "predicted_time_ms": (cycles / (mhz * 1e6) + _launch_overhead_s(warm)) * 1e3,
+            "config_mhz": warm["clock_mhz"],
+            "sampling_error_estimate": (warm.get("sampling") or {}).get("error_estimate"),
+            "sim_wall_s": warm.get("_wall_s"),
+        })
+        row["time_error_pct"] = _err(row["predicted_time_ms"], meas_ms)
+    counted = cold if cold is not None else warm  # counts that do not depend on the cache state
+    if counted is not None:
+        row["predicted_warp_instructions"] = counted["warp_instructions"]
+        sh = counted.get("shared") or {}
+        row["predicted_shared_bank_conflicts"] = sh.get("bank_conflicts")
+        row["predicted_shared_wavefronts"] = sh.get("wavefronts")
+        row["predicted_top_stalls"] = top_stalls(sim_stall_fractions(counted))
+    if not case.ncu_path:
         return row
-    cycles = float(sim["cycles"])
-    row.update({
-        "predicted_cycles": cycles,
-        # at the measured clock, plus the card's host-visible launch overhead (time_s - cycles / clock)
-        "predicted_time_ms": (cycles / (mhz * 1e6) + _launch_overhead_s(sim)) * 1e3,
-        "config_mhz": sim["clock_mhz"],
-        "sampling_error_estimate": (sim.get("sampling") or {}).get("error_estimate"),
-        "sim_wall_s": sim.get("_wall_s"),
-    })
-    row["time_error_pct"] = _err(row["predicted_time_ms"], meas_ms)
-    row["cycles_error_pct_vs_ncu"] = _err(cycles, row["ncu_cycles"])
-    # instruction count (Nsight: warp-level SASS instructions executed)
-    row["predicted_warp_instructions"] = sim["warp_instructions"]
-    row["measured_warp_instructions"] = _metric(rec, "smsp__inst_executed.sum")
-    row["instructions_error_pct"] = _err(sim["warp_instructions"], row["measured_warp_instructions"])
-    # shared memory
-    ld_c = _metric(rec, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum")
-    st_c = _metric(rec, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum")
-    ld_w = _metric(rec, "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum")
-    st_w = _metric(rec, "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum")
-    sh = sim.get("shared") or {}
-    row["predicted_shared_bank_conflicts"] = sh.get("bank_conflicts")
+    # Nsight Compute (caches flushed) vs the cold simulation
+    row["measured_warp_instructions"] = _metric(ncu_rec, "smsp__inst_executed.sum")
+    row["instructions_error_pct"] = _err(row.get("predicted_warp_instructions"), row["measured_warp_instructions"])
+    ld_c = _metric(ncu_rec, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum")
+    st_c = _metric(ncu_rec, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum")
+    ld_w = _metric(ncu_rec, "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum")
+    st_w = _metric(ncu_rec, "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum")
     row["measured_shared_bank_conflicts"] = None if ld_c is None or st_c is None else ld_c + st_c
-    row["predicted_shared_wavefronts"] = sh.get("wavefronts")
     row["measured_shared_wavefronts"] = None if ld_w is None or st_w is None else ld_w + st_w
-    # DRAM
-    rd, wr = _metric(rec, "dram__bytes_read.sum"), _metric(rec, "dram__bytes_write.sum")
-    row["predicted_dram_bytes"] = (sim.get("memory") or {}).get("dram_bytes")
-    row["measured_dram_bytes"] = None if rd is None or wr is None else rd + wr
-    row["dram_error_pct"] = _err(row["predicted_dram_bytes"], row["measured_dram_bytes"])
-    # stalls
-    mfr = measured_stall_fractions(rec)
-    sfr = sim_stall_fractions(sim)
-    row["predicted_top_stalls"] = top_stalls(sfr)
+    mfr = measured_stall_fractions(ncu_rec)
     row["measured_top_stalls"] = top_stalls(mfr)
+    row["measured_stall_fractions"] = _rounded(mfr)
+    row["measured_dram_read_bytes"] = _metric(ncu_rec, "dram__bytes_read.sum")
+    row["measured_dram_write_bytes"] = _metric(ncu_rec, "dram__bytes_write.sum")
+    if cold is None:
+        return row
+    mem = cold.get("memory") or {}
+    row["predicted_cycles_cold"] = float(cold["cycles"])
+    row["cycles_error_pct_vs_ncu"] = _err(row["predicted_cycles_cold"], row["ncu_cycles"])
+    row["predicted_dram_read_bytes"] = M.sim_dram_read_bytes(mem)
+    row["predicted_dram_write_bytes"] = M.sim_dram_write_bytes(mem)  # None: the model does not count writes
+    row["dram_read_error_pct"] = _err(row["predicted_dram_read_bytes"], row["measured_dram_read_bytes"])
+    row["dram_write_error_pct"] = _err(row["predicted_dram_write_bytes"], row["measured_dram_write_bytes"])
+    sfr = sim_stall_fractions(cold)
+    row["predicted_stall_fractions"] = _rounded(sfr)
+    row["predicted_top_stalls"] = top_stalls(sfr)
+    row["stall_distance"] = M.stall_distance(sfr, mfr)
     row["top_stall_match"] = (bool(row["predicted_top_stalls"] and row["measured_top_stalls"]
                                    and row["predicted_top_stalls"][0][0] == row["measured_top_stalls"][0][0])
                               if mfr else None)
@@ -432,12 +531,55 @@ def rankings(rows: list[dict]) -> list[dict]:
     return out
 
 
+def _bytes_stats(rows: list[dict], kind: str) -> dict:
+    """MAPE of DRAM `kind` (read/write) bytes over the rows whose measured value is > 0, plus how many
+    rows had no simulated counter (n/a) and how many measured 0 (no percentage error exists)."""
+    meas = [r for r in rows if r.get(f"measured_dram_{kind}_bytes") is not None and r.get("predicted_cycles_cold")]
+    out = _stats([r[f"dram_{kind}_error_pct"] for r in meas if r.get(f"dram_{kind}_error_pct") is not None])
+    out["not_simulated"] = sum(1 for r in meas if r.get(f"predicted_dram_{kind}_bytes") is None)
+    zero = [r for r in meas
+            if r[f"measured_dram_{kind}_bytes"] == 0 and r.get(f"predicted_dram_{kind}_bytes") is not None]
+    out["measured_zero"] = len(zero)
+    out["measured_zero_predicted_zero"] = sum(1 for r in zero if r[f"predicted_dram_{kind}_bytes"] == 0)
+    return out
+
+
+def ncu_figures(rows: list[dict]) -> dict:
+    """The Nsight Compute (cold) comparisons over `rows`: cycles, DRAM bytes, stall mix."""
+    cyc = [r["cycles_error_pct_vs_ncu"] for r in rows if r.get("cycles_error_pct_vs_ncu") is not None]
+    dist = [r["stall_distance"] for r in rows if r.get("stall_distance") is not None]
+    top = [r["top_stall_match"] for r in rows if r.get("top_stall_match") is not None]
+    return {"cycles_vs_ncu": _stats(cyc), "dram_read_bytes": _bytes_stats(rows, "read"),
+            "dram_write_bytes": _bytes_stats(rows, "write"),
+            "stall_distance": {"n": len(dist), "mean": float(sum(dist) / len(dist)) if dist else None,
+                               "max": max(dist) if dist else None},
+            "top_stall_match": {"n": len(top), "matches": sum(top), "fraction": sum(top) / len(top) if top else None}}
+
+
+def per_family(rows: list[dict]) -> dict:
+    """Per family: time (events, warm) MAPE and the Nsight (cold) figures of its rows."""
+    out = {}
+    for fam in sorted({r["family"] for r in rows}):
+        rs = [r for r in rows if r["family"] == fam]
+        t = [r["time_error_pct"] for r in rs if r.get("time_error_pct") is not None]
+        nf = ncu_figures(rs)
+        out[fam] = {"cases": len(rs), "time": _stats(t), "time_worst_pct": max(t, key=abs) if t else None,
+                    "cycles_mape_pct": nf["cycles_vs_ncu"]["mape_pct"], "ncu_cases": nf["cycles_vs_ncu"]["n"],
+                    "dram_read_mape_pct": nf["dram_read_bytes"]["mape_pct"],
+                    "dram_write_mape_pct": nf["dram_write_bytes"]["mape_pct"],
+                    "stall_distance_mean": nf["stall_distance"]["mean"],
+                    "top_stall_match": f"{nf['top_stall_match']['matches']}/{nf['top_stall_match']['n']}"}
+    return out
+
+
 def summarize(rows: list[dict]) -> dict:
     import numpy as np
 
     ok = [r for r in rows if r.get("time_error_pct") is not None]
     errs = [r["time_error_pct"] for r in ok]
-    summ = {"cases": len(rows), "simulated": len(ok), "time": _stats(errs)}
+    summ = {"cases": len(rows), "simulated": len(ok),
+            "cache_states": {"time (CUDA events)": TIME_CACHE_STATE, "Nsight Compute counters": NCU_CACHE_STATE},
+            "time": _stats(errs)}
     for label, pick in (("small_detailed", lambda r: r["mode"] == "detailed"),
                         ("large_sampled", lambda r: r["mode"] == "sampled")):
         summ[f"time_{label}"] = _stats([r["time_error_pct"] for r in ok if pick(r)])
@@ -447,30 +589,30 @@ def summarize(rows: list[dict]) -> dict:
                                                "measured_time_ms", "time_error_pct")}
         best = min(ok, key=lambda r: abs(r["time_error_pct"]))
         summ["best"] = {k: best[k] for k in ("workload", "size", "card", "mode", "time_error_pct")}
-    if len(ok) >= 2:
-        p = np.array([r["predicted_time_ms"] for r in ok])
-        m = np.array([r["measured_time_ms"] for r in ok])
+    p = np.array([r["predicted_time_ms"] for r in ok])
+    m = np.array([r["measured_time_ms"] for r in ok])
+    if len(ok) >= 2 and p.std() > 0 and m.std() > 0:  # (undefined for a constant series)
         summ["pearson_time"] = float(np.corrcoef(p, m)[0, 1])
         summ["pearson_log_time"] = float(np.corrcoef(np.log10(p), np.log10(m))[0, 1])
-    summ["cycles_vs_ncu"] = _stats([r["cycles_error_pct_vs_ncu"] for r in ok
-                                    if r.get("cycles_error_pct_vs_ncu") is not None])
+    summ.update(ncu_figures(rows))
+    summ["ncu_by_mode"] = {mode: ncu_figures([r for r in rows if r["mode"] == mode])
+                           for mode in ("detailed", "sampled") if any(r["mode"] == mode and r.get("ncu_record")
+                                                                      for r in rows)}
     per_wl = {}
     for r in ok:
         per_wl.setdefault(r["workload"], []).append(r["time_error_pct"])
     summ["per_workload_mape_pct"] = {w: _stats(e)["mape_pct"] for w, e in sorted(per_wl.items())}
     summ["per_workload_mean_signed_pct"] = {w: _stats(e)["mean_signed_pct"] for w, e in sorted(per_wl.items())}
-    inst = [r["instructions_error_pct"] for r in ok if r.get("instructions_error_pct") is not None]
+    summ["per_family"] = per_family(rows)
+    inst = [r["instructions_error_pct"] for r in rows if r.get("instructions_error_pct") is not None]
     summ["instructions"] = {"n": len(inst), "exact": sum(1 for e in inst if e == 0),
                             "max_abs_error_pct": max((abs(e) for e in inst), default=None)}
-    sh = [r for r in ok if r.get("measured_shared_bank_conflicts") is not None]
+    sh = [r for r in rows if r.get("measured_shared_bank_conflicts") is not None
+          and r.get("predicted_shared_bank_conflicts") is not None]
     summ["shared_bank_conflicts"] = {
         "n": len(sh), "exact": sum(1 for r in sh if r["predicted_shared_bank_conflicts"]
                                    == r["measured_shared_bank_conflicts"]),
         "wavefronts_exact": sum(1 for r in sh if r["predicted_shared_wavefronts"] == r["measured_shared_wavefronts"])}
-    dr = [r["dram_error_pct"] for r in ok if r.get("dram_error_pct") is not None]
-    summ["dram_bytes"] = _stats(dr)
-    st = [r["top_stall_match"] for r in ok if r.get("top_stall_match") is not None]
-    summ["top_stall_match"] = {"n": len(st), "matches": sum(st)}
     samp = [r["sampling_error_estimate"] for r in ok if r.get("sampling_error_estimate") is not None]
     summ["sampled_error_estimate_max"] = max(samp) if samp else None
     rk = rankings(rows)
@@ -488,7 +630,7 @@ def seed_checks(results: dict[Case, dict], cases: list[Case]) -> dict:
     if g:
         entries = []
         for c in g:
-            sim = results.get(c)
+            sim = results.get(c.sim(TIME_CACHE_STATE))
             meas = GTX970_DGEMM[c.workload][c.size]
             e = {"workload": c.workload, "size": c.size, "measured_s": meas, "mode": c.mode}
             if sim is not None:
@@ -519,7 +661,7 @@ def seed_checks(results: dict[Case, dict], cases: list[Case]) -> dict:
     if m:
         bw = {}
         for c in m:
-            sim = results.get(c)
+            sim = results.get(c.sim(TIME_CACHE_STATE))
             if sim is None:
                 continue
             t = float(sim["time_s"])
@@ -551,16 +693,19 @@ def run_validation(gpu: str | None = None, quick: bool = False, workers: int = 1
     if seeds is None:
         seeds = cases is None
     scases = seed_cases(gpu, quick) if seeds else []
-    results, stats = simulate_cases(measured + scases, cache_dir=cache_dir, workers=workers, console=console,
-                                    progress=progress)
+    results, stats = simulate_cases(simulations(measured + scases), cache_dir=cache_dir, workers=workers,
+                                    console=console, progress=progress)
     rows = []
     for c in measured:
         rec = json.loads((REPO_ROOT / c.path).read_text())
-        rows.append(build_row(c, results.get(c), rec))
+        ncu_rec = json.loads((REPO_ROOT / c.ncu_path).read_text()) if c.ncu_path else None
+        rows.append(build_row(c, results.get(c.sim(TIME_CACHE_STATE)), results.get(c.sim(NCU_CACHE_STATE)), rec,
+                              ncu_rec))
     summary = summarize(rows)
     seed = seed_checks(results, scases) if scases else {}
     run = {"gpu": gpu, "quick": quick, "skipped_records": skipped_records(gpu) if cases is None else [], "code_version": code_version(), "cache_dir": str(cache_dir),
            "detailed_max_size": DETAILED_MAX_SIZE, "fitted_parameters": "none (all figures from committed configs)",
+           "cache_states": {"time": TIME_CACHE_STATE, "ncu": NCU_CACHE_STATE, "seeds": TIME_CACHE_STATE},
            "wall_s": round(time.perf_counter() - t0, 2), **stats}
     return {"rows": rows, "summary": summary, "seeds": seed, "run": run}
 
@@ -572,7 +717,7 @@ def summary_lines(report: dict) -> list[str]:
     t = s["time"]
     if t["n"]:
         L.append(f"time MAPE {t['mape_pct']:.1f}% over {t['n']} cases (median APE {t['median_ape_pct']:.1f}%, "
-                 f"mean signed {t['mean_signed_pct']:+.1f}%)")
+                 f"mean signed {t['mean_signed_pct']:+.1f}%); CUDA-event times vs {TIME_CACHE_STATE}-L2 simulations")
         for k, label in (("time_small_detailed", "detailed (n<=256)"), ("time_large_sampled", "sampled (n>256)")):
             if s[k]["n"]:
                 L.append(f"  {label}: MAPE {s[k]['mape_pct']:.1f}% over {s[k]['n']} cases, "
@@ -581,14 +726,38 @@ def summary_lines(report: dict) -> list[str]:
         L.append(f"worst: {w['workload']} n={w['size']} {w['card']} ({w['mode']}): predicted "
                  f"{w['predicted_time_ms']:.4g} ms vs measured {w['measured_time_ms']:.4g} ms "
                  f"({w['time_error_pct']:+.1f}%)")
-    c = s.get("cycles_vs_ncu") or {"n": 0}
-    if c["n"]:
-        L.append(f"cycles vs Nsight gpc__cycles_elapsed.max (small cases, no launch overhead): MAPE "
-                 f"{c['mape_pct']:.1f}% over {c['n']} cases, mean signed {c['mean_signed_pct']:+.1f}%")
     if "pearson_time" in s:
         L.append(f"Pearson r (time) {s['pearson_time']:.4f}; on log10(time) {s['pearson_log_time']:.4f}")
     L.append(f"family rankings matched exactly: {s['rankings_matched']}; fastest variant matched: "
              f"{s['rankings_fastest_matched']}")
+    c = s.get("cycles_vs_ncu") or {"n": 0}
+    if c["n"]:
+        by_mode = "; ".join(f"{m} {f['cycles_vs_ncu']['mape_pct']:.1f}% over {f['cycles_vs_ncu']['n']}"
+                            for m, f in s.get("ncu_by_mode", {}).items() if f["cycles_vs_ncu"]["n"])
+        L.append(f"Nsight Compute counters vs {NCU_CACHE_STATE}-L2 simulations: cycles (gpc__cycles_elapsed.max, no "
+                 f"launch overhead) MAPE {c['mape_pct']:.1f}% over {c['n']} cases, mean signed "
+                 f"{c['mean_signed_pct']:+.1f}% ({by_mode})")
+    for kind in ("read", "write"):
+        d = s.get(f"dram_{kind}_bytes") or {"n": 0, "not_simulated": 0, "measured_zero": 0}
+        extra = []
+        if d["measured_zero"]:
+            extra.append(f"{d['measured_zero']} measured 0 B, left out; simulated 0 B on "
+                         f"{d['measured_zero_predicted_zero']} of them")
+        if d["not_simulated"]:
+            extra.append(f"n/a on {d['not_simulated']}: the result has no dram_{kind}_bytes counter")
+        modes = [(m, f[f"dram_{kind}_bytes"]) for m, f in s.get("ncu_by_mode", {}).items()]
+        by_mode = "; ".join(f"{m} {f['mape_pct']:.1f}% over {f['n']}" for m, f in modes if f["n"])
+        head = (f"MAPE {d['mape_pct']:.1f}% over {d['n']} cases (mean signed {d['mean_signed_pct']:+.1f}%; "
+                f"{by_mode})" if d["n"] else "no comparable case")
+        if d["n"] or extra:
+            L.append(f"  DRAM {kind} bytes vs dram__bytes_{kind}.sum: {head}"
+                     + (f" ({'; '.join(extra)})" if extra else ""))
+    sd_ = s.get("stall_distance") or {"n": 0}
+    st = s.get("top_stall_match") or {"n": 0}
+    if sd_["n"]:
+        L.append(f"  stall mix: mean distance {sd_['mean']:.3f} over {sd_['n']} cases (max {sd_['max']:.3f}; "
+                 f"half the L1 distance of the stall fractions); top reason matches {st['matches']}/{st['n']}"
+                 f" ({100 * st['fraction']:.0f}%)")
     i = s["instructions"]
     if i["n"]:
         L.append(f"warp-instructions vs Nsight: {i['exact']}/{i['n']} exact (max |error| {i['max_abs_error_pct']:.2f}%)")
@@ -596,13 +765,7 @@ def summary_lines(report: dict) -> list[str]:
     if b["n"]:
         L.append(f"shared bank conflicts vs Nsight: {b['exact']}/{b['n']} exact; wavefronts {b['wavefronts_exact']}/"
                  f"{b['n']} exact")
-    d = s["dram_bytes"]
-    if d["n"]:
-        L.append(f"DRAM bytes vs Nsight: MAPE {d['mape_pct']:.1f}% over {d['n']} cases (mean signed "
-                 f"{d['mean_signed_pct']:+.1f}%)")
-    st = s["top_stall_match"]
-    if st["n"]:
-        L.append(f"top stall reason matches Nsight: {st['matches']}/{st['n']}")
+    L += family_lines(s.get("per_family") or {})
     if s.get("sampled_error_estimate_max") is not None:
         L.append(f"sampled mode's own error estimate: max {100 * s['sampled_error_estimate_max']:.1f}%")
     sd = report.get("seeds") or {}
@@ -630,4 +793,23 @@ def summary_lines(report: dict) -> list[str]:
                  if first else f"FAILED simulations: {r['failed']}")
     L.append(f"{r['cases']} simulations ({r['cached']} cached, {r['computed']} computed, {r['failed']} failed) "
              f"in {r['wall_s']:.1f} s; code version {r['code_version']}; fitted parameters: none")
+    return L
+
+
+def family_lines(fams: dict) -> list[str]:
+    """The per-family table as text lines (time vs events/warm; the rest vs Nsight/cold)."""
+    if not fams:
+        return []
+
+    def p(v):
+        return "-" if v is None else f"{v:.1f}%"
+
+    w = max(len(f) for f in fams)
+    L = [f"per family: {'family':<{w}}  cases  time MAPE  worst    cycles MAPE  DRAM rd  DRAM wr  stall dist  top"]
+    for fam, f in fams.items():
+        dist = "-" if f["stall_distance_mean"] is None else f"{f['stall_distance_mean']:.3f}"
+        worst = "-" if f["time_worst_pct"] is None else f"{f['time_worst_pct']:+.0f}%"
+        L.append(f"            {fam:<{w}}  {f['cases']:>5}  {p(f['time']['mape_pct']):>9}  {worst:>6}  "
+                 f"{p(f['cycles_mape_pct']):>11}  {p(f['dram_read_mape_pct']):>7}  {p(f['dram_write_mape_pct']):>7}  "
+                 f"{dist:>10}  {f['top_stall_match']}")
     return L

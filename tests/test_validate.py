@@ -9,10 +9,11 @@ import pytest
 
 from gpusim import REPO_ROOT
 from gpusim import validate as V
+from gpusim.measure import compare as M
 from gpusim.measure.record import REQUIRED
 
 DATA = REPO_ROOT / "validation"
-RECORDS = sorted(p for src in ("small", "timing") for p in DATA.glob(f"*/{src}/*__n*.json"))
+RECORDS = sorted(p for src in ("small", "timing", "ncu_large") for p in DATA.glob(f"*/{src}/*__n*.json"))
 
 
 def test_validation_records_exist():
@@ -31,7 +32,7 @@ def test_record_has_required_fields(path):
         assert t["median_ms"] > 0 and t["reps"] >= 1
         mhz, _ = V.measured_clock_mhz(rec)
         assert mhz > 0
-    if path.parent.name == "small" and rec.get("ncu") and not rec["ncu"].get("error"):
+    if path.parent.name in ("small", "ncu_large") and rec.get("ncu") and not rec["ncu"].get("error"):
         m = rec["ncu"]["metrics"]
         for name in ("gpc__cycles_elapsed.max", "smsp__inst_executed.sum", "dram__bytes_read.sum",
                      "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"):
@@ -52,12 +53,92 @@ def test_csvs_parse():
 
 
 def test_case_list_covers_measured_records():
+    """Every usable record gives a row its event time or its Nsight counters; the rest are listed
+    as skipped, with a reason."""
     cases = V.list_cases("h100")
     assert len(cases) >= 90
     assert all(c.mode == ("detailed" if c.size <= V.DETAILED_MAX_SIZE else "sampled") for c in cases)
     skipped = {s["record"] for s in V.skipped_records("h100")}
-    records = [p for src in ("small", "timing") for p in (DATA / "h100" / src).glob("*__n*.json")]
-    assert len(cases) + len(skipped) == len(records)
+    used = {c.path for c in cases} | {c.ncu_path for c in cases if c.ncu_path}
+    records = {str(p.relative_to(REPO_ROOT)) for src in V.SOURCES for p in (DATA / "h100" / src).glob("*__n*.json")}
+    superseded = {r for r in records - used - skipped if "/ncu_large/" in r}  # ncu_large timing where timing/ has it
+    assert not superseded, superseded  # (every usable ncu_large record still gives its counters)
+    assert used | skipped == records and not used & skipped
+    assert len({(c.workload, c.size) for c in cases}) == len(cases)
+
+
+def test_cache_state_per_case():
+    """Event times are compared with a warm-L2 simulation, Nsight counters with a cold one: a small
+    case (both) is simulated twice, a timing-only case once (warm), a seed once (warm); the cache
+    key tells the two apart."""
+    cases = {(c.source, c.workload, c.size): c for c in V.list_cases("h100")}
+    small = cases[("small", "sgemm_maxas_64", 128)]
+    assert small.ncu_path == small.path and "/small/" in small.path
+    assert V.cache_states(small) == {"time": "warm", "ncu": "cold"}
+    sims = V.simulations([small])
+    assert [s.l2 for s in sims] == ["warm", "cold"] and V.cache_key(sims[0]) != V.cache_key(sims[1])
+    large = cases[("timing", "sgemm_maxas_64", 4096)]
+    assert large.ncu_path is None and V.cache_states(large) == {"time": "warm", "ncu": None}
+    assert [s.l2 for s in V.simulations([large])] == ["warm"]
+    mid = cases[("timing", "dgemm_unroll", 1024)]  # event time from timing/, counters from ncu_large/
+    assert "/timing/" in mid.path and "/ncu_large/" in mid.ncu_path
+    assert [s.l2 for s in V.simulations([mid])] == ["warm", "cold"]
+    seed = V.seed_cases("gtx970")[0]
+    assert [s.l2 for s in V.simulations([seed])] == ["warm"]
+    with pytest.raises(ValueError):
+        V.cache_key(small)  # a row is not a simulation
+
+
+def _fake_sim(cycles, dram, stalls, **mem):
+    return {"cycles": cycles, "time_s": cycles / 1e9 + 1e-6, "clock_mhz": 1000.0, "warp_instructions": 100,
+            "shared": {"bank_conflicts": 0, "wavefronts": 0}, "stalls": stalls,
+            "memory": {"dram_bytes": dram, **mem}}
+
+
+def test_build_row_uses_warm_for_time_and_cold_for_ncu():
+    case = next(c for c in V.list_cases("h100") if (c.workload, c.size) == ("simpleMultiply", 64))
+    rec = json.loads((REPO_ROOT / case.path).read_text())
+    warm = _fake_sim(1000.0, 0, {"selected": 1.0, "wait": 1.0})
+    cold = _fake_sim(3000.0, 1000, {"selected": 1.0, "lg_throttle": 3.0})
+    row = V.build_row(case, warm, cold, rec, rec)
+    mhz = row["measured_mhz"]
+    assert row["time_cache_state"] == "warm" and row["ncu_cache_state"] == "cold"
+    assert math.isclose(row["predicted_time_ms"], (1000.0 / (mhz * 1e6) + 1e-6) * 1e3)
+    ncu = rec["ncu"]["metrics"]
+    assert math.isclose(row["cycles_error_pct_vs_ncu"],
+                        100 * (3000 - ncu["gpc__cycles_elapsed.max"]["value"]) / ncu["gpc__cycles_elapsed.max"]["value"])
+    rd = ncu["dram__bytes_read.sum"]["value"]
+    assert row["predicted_dram_read_bytes"] == 1000 and math.isclose(row["dram_read_error_pct"], 100 * (1000 - rd) / rd)
+    assert row["predicted_dram_write_bytes"] is None and row["dram_write_error_pct"] is None  # no write counter: n/a
+    assert row["predicted_top_stalls"][0][0] == "lg_throttle"
+    assert math.isclose(row["stall_distance"],
+                        M.stall_distance({"selected": 0.25, "lg_throttle": 0.75}, V.measured_stall_fractions(rec)))
+    # with the model's read and write counters
+    cold2 = _fake_sim(3000.0, 5000, {"selected": 1.0}, dram_read_bytes=rd, dram_write_bytes=64)
+    row2 = V.build_row(case, warm, cold2, rec, rec)
+    assert row2["dram_read_error_pct"] == 0.0 and row2["predicted_dram_write_bytes"] == 64
+    summ = V.summarize([row, row2])
+    assert summ["dram_read_bytes"]["n"] == 2 and summ["dram_write_bytes"]["not_simulated"] == 1
+    assert summ["per_family"]["seed003 C=AA^T"]["cases"] == 2
+    # no ncu record: no ncu figures, time still compared
+    row3 = V.build_row(V.replace(case, ncu_path=None), warm, None, rec)
+    assert row3["ncu_cache_state"] is None and "stall_distance" not in row3 and row3["time_error_pct"] is not None
+
+
+def test_stall_distance_hand_computed():
+    """Half the L1 distance over the union of reasons; a reason only one side has counts as 0 on the other."""
+    ncu = M.ncu_stall_fractions({M.STALL_PREFIX + r + M.STALL_SUFFIX: {"value": v}
+                                 for r, v in (("selected", 1.0), ("long_scoreboard", 2.0), ("wait", 1.0),
+                                              ("sleeping", 0.0))})
+    assert ncu == {"selected": 0.25, "long_scoreboard": 0.5, "wait": 0.25, "sleeping": 0.0}
+    sim = M.sim_stall_fractions({"selected": 2.0, "long_scoreboard": 6.0, "register_bank_conflict": 2.0})
+    assert sim == {"selected": 0.2, "long_scoreboard": 0.6, "register_bank_conflict": 0.2}
+    # |0.2-0.25| + |0.6-0.5| + |0.2-0| (gpusim only) + |0-0.25| (ncu only) = 0.6, halved
+    assert math.isclose(M.stall_distance(sim, ncu), 0.3)
+    assert M.stall_distance(ncu, ncu) == 0.0
+    assert M.stall_distance({"wait": 1.0}, {"barrier": 1.0}) == 1.0
+    assert M.stall_distance(sim, None) is None
+    assert M.top_reason(sim) == "long_scoreboard"  # `selected` is not a stall
 
 
 def test_validate_tiny_subset_reports_its_figures(tmp_path, monkeypatch, capsys):
@@ -76,7 +157,7 @@ def test_validate_tiny_subset_reports_its_figures(tmp_path, monkeypatch, capsys)
     cli.main()
     report = json.loads(capsys.readouterr().out)
     rows = report["rows"]
-    assert len(rows) == 2 and report["run"]["computed"] == 2
+    assert len(rows) == 2 and report["run"]["computed"] == 4  # each: warm (event time) and cold (ncu)
     for r in rows:
         exp = 100 * (r["predicted_time_ms"] - r["measured_time_ms"]) / r["measured_time_ms"]
         assert math.isclose(r["time_error_pct"], exp, rel_tol=1e-12)
@@ -86,6 +167,9 @@ def test_validate_tiny_subset_reports_its_figures(tmp_path, monkeypatch, capsys)
         assert math.isclose(r["measured_cycles"], r["measured_time_ms"] * r["measured_mhz"] * 1e3, rel_tol=1e-12)
         assert r["measured_warp_instructions"] is not None and r["measured_shared_bank_conflicts"] is not None
         assert r["measured_top_stalls"] and r["predicted_top_stalls"]
+        assert r["time_cache_state"] == "warm" and r["ncu_cache_state"] == "cold"
+        assert 0 <= r["stall_distance"] <= 1 and r["cycles_error_pct_vs_ncu"] is not None
+        assert r["dram_read_error_pct"] is not None  # (write: whatever the model counts, or None)
     mape = sum(abs(r["time_error_pct"]) for r in rows) / 2
     s = report["summary"]
     assert math.isclose(s["time"]["mape_pct"], mape, rel_tol=1e-12)
@@ -96,10 +180,15 @@ def test_validate_tiny_subset_reports_its_figures(tmp_path, monkeypatch, capsys)
     assert f"time MAPE {mape:.1f}% over 2 cases" in lines
     assert f"({worst['time_error_pct']:+.1f}%)" in lines
     assert "fitted parameters: none" in lines
+    dist = sum(r["stall_distance"] for r in rows) / 2
+    assert math.isclose(s["stall_distance"]["mean"], dist, rel_tol=1e-12)
+    assert f"mean distance {dist:.3f} over 2 cases" in lines
+    assert s["top_stall_match"]["n"] == 2 and "per family:" in lines
+    assert set(s["per_family"]) == {"sgemm maxas (seed002)", "seed003 C=AA^T"}
 
     # second run: everything from the cache, same figures
     report2 = real(cases=picked, seeds=False, cache_dir=tmp_path / "cache", progress=False)
-    assert report2["run"]["cached"] == 2 and report2["run"]["computed"] == 0
+    assert report2["run"]["cached"] == 4 and report2["run"]["computed"] == 0
     assert [r["time_error_pct"] for r in report2["rows"]] == [r["time_error_pct"] for r in rows]
 
 

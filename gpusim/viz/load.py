@@ -19,7 +19,24 @@ class ResultFileError(GpusimError):
 
 def load_result(path: str | Path) -> SimResult:
     """Read and validate one `gpusim run --json` file; every failure is one line naming the file."""
-    path = Path(path)
+    return load_with_measured(path)[0]
+
+
+def load_with_measured(path: str | Path) -> tuple[SimResult, dict | None]:
+    """A result file's SimResult and its `measured` block (Nsight Compute counters of the same
+    launch, written by `gpusim run ... --ncu FILE`; None if it has none)."""
+    data = _read_result_json(Path(path))
+    measured = data.pop("measured", None)
+    if measured is not None and (not isinstance(measured, dict) or not isinstance(measured.get("metrics"), dict)):
+        raise ResultFileError("its 'measured' block is not an Nsight Compute block (expected a mapping with "
+                              "'metrics'); re-run `gpusim run ... --ncu FILE --json R.json`", str(path))
+    try:
+        return SimResult.model_validate(data), measured
+    except ValidationError as exc:
+        raise ResultFileError(pydantic_one_line(exc, str(path))) from None
+
+
+def _read_result_json(path: Path) -> dict:
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
@@ -33,10 +50,7 @@ def load_result(path: str | Path) -> SimResult:
     if version != RESULT_SCHEMA_VERSION:
         raise ResultFileError(f"result schema_version {version!r} but this gpusim reads version "
                               f"{RESULT_SCHEMA_VERSION}; re-run `gpusim run ... --json` to regenerate it", str(path))
-    try:
-        return SimResult.model_validate(data)
-    except ValidationError as exc:
-        raise ResultFileError(pydantic_one_line(exc, str(path))) from None
+    return data
 
 
 def label(result: SimResult) -> str:

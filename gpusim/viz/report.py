@@ -17,7 +17,8 @@ from string import Template
 
 from gpusim.timing.results import SimResult
 from gpusim.viz import plots
-from gpusim.viz.load import labels, load_result, reason_colour
+from gpusim.measure.compare import compare
+from gpusim.viz.load import labels, load_with_measured, reason_colour
 from gpusim.viz.perfetto import TIME_UNIT, write_trace
 from gpusim.viz.source import SOURCE_CSS, source_table_html
 
@@ -28,10 +29,14 @@ def write_report(results: list[SimResult | str | Path], outdir: str | Path) -> P
 
 
 def write_outputs(results: list[SimResult | str | Path], outdir: str | Path, names: list[str] | None = None,
-                  bucket: float | None = None) -> dict:
-    """Write every view of `results` (SimResults or result JSON paths) into `outdir`.
+                  bucket: float | None = None, measured: list[dict | None] | None = None) -> dict:
+    """Write every view of `results` (SimResults or result JSON paths) into `outdir`. `measured`:
+    per result, its Nsight Compute block (`gpusim run --ncu`), shown beside the simulated values;
+    by default the `measured` block of each result file.
     Returns {"report": Path, "timeline": Path | None, "plots": [Path, ...]}."""
-    results = [r if isinstance(r, SimResult) else load_result(r) for r in results]
+    pairs = [(r, None) if isinstance(r, SimResult) else load_with_measured(r) for r in results]
+    results = [r for r, _ in pairs]
+    measured = list(measured) if measured is not None else [m for _, m in pairs]
     names = names or labels(results)
     outdir = Path(outdir)
     plot_dir = outdir / "plots"
@@ -56,12 +61,12 @@ def write_outputs(results: list[SimResult | str | Path], outdir: str | Path, nam
             figures["timeline"] = _data_uri(written[-1])
         written += plots.save(plots.hot_instructions(result), plot_dir, f"{stem}_hot_instructions")
         figures["hot"] = _svg_of(written[-1])
-        sections.append(_result_section(i, result, name, figures))
+        sections.append(_result_section(i, result, name, figures, measured[i]))
 
     page = PAGE.substitute(
         css=CSS + SOURCE_CSS, title=escape("gpusim report: " + ", ".join(names)),
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        summary=_summary_table(results, names), breakdown=breakdown,
+        summary=_summary_table(results, names, measured), breakdown=breakdown,
         perfetto=_perfetto_help(trace, results, names), sections="\n".join(sections))
     report = outdir / "report.html"
     report.write_text(page)
@@ -88,17 +93,20 @@ def _top3(r: SimResult) -> str:
                        for k, v in r.top_stalls(3))
 
 
-def _summary_table(results: list[SimResult], names: list[str]) -> str:
+def _summary_table(results: list[SimResult], names: list[str], measured: list[dict | None]) -> str:
     head = ("result", "arch", "mode", "cycles", "time", "IPC / SM", "top 3 stalls (of warp-cycles)",
-            "shared bank conflicts", "DRAM bytes")
+            "shared bank conflicts", "DRAM bytes") + (("vs Nsight Compute",) if any(measured) else ())
     rows = []
     for i, (r, name) in enumerate(zip(results, names)):
+        extra = ""
+        if any(measured):
+            extra = f"<td>{_baseline_brief(r, measured[i])}</td>"
         conflicts = f'{r.shared.get("bank_conflicts", 0):,} of {r.shared.get("wavefronts", 0):,} wavefronts'
         rows.append(f'<tr><td><a href="#result-{i}">{escape(name)}</a></td><td>{escape(r.arch)}</td>'
                     f'<td>{escape(r.mode)}</td><td class="num">{r.cycles:,.0f}</td>'
                     f'<td class="num">{r.time_s * 1e6:,.2f} µs</td><td class="num">{r.ipc:.2f}</td>'
                     f'<td>{_top3(r)}</td><td class="num">{conflicts}</td>'
-                    f'<td class="num">{r.memory.get("dram_bytes", 0):,}</td></tr>')
+                    f'<td class="num">{r.memory.get("dram_bytes", 0):,}</td>{extra}</tr>')
     return (f'<table class="summary"><thead><tr>{"".join(f"<th>{h}</th>" for h in head)}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table>')
 
@@ -122,8 +130,76 @@ def _counters(r: SimResult) -> str:
                                           for k, v in items) + "</table>"
 
 
-def _result_section(i: int, r: SimResult, name: str, figures: dict) -> str:
+def _sim_dict(r: SimResult) -> dict:
+    return {"cycles": r.cycles, "clock_mhz": r.clock_mhz, "warp_instructions": r.warp_instructions,
+            "memory": r.memory, "shared": r.shared, "stalls": r.stalls}
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "n/a"
+    return f"{v:,.0f}" if abs(v) >= 100 or float(v).is_integer() else f"{v:,.3g}"
+
+
+def _baseline_brief(r: SimResult, m: dict | None) -> str:
+    if not m:
+        return "&mdash;"
+    c = compare(_sim_dict(r), m)
+    cyc = next(x for x in c["counters"] if x["name"] == "cycles")
+    parts = []
+    if cyc["error_pct"] is not None:
+        parts.append(f"cycles {cyc['error_pct']:+.1f}%")
+    if c["stall_distance"] is not None:
+        parts.append(f"stall distance {c['stall_distance']:.2f}")
+    t = c["top_reason"]
+    if t["measured"]:
+        parts.append(f"top stall {escape(t['simulated'] or '-')} / {escape(t['measured'])}")
+    return "<br>".join(parts)
+
+
+def _measured_section(r: SimResult, m: dict) -> str:
+    """Nsight Compute's baseline view: each counter and stall fraction, simulated beside measured."""
+    c = compare(_sim_dict(r), m)
+    rows = []
+    for x in c["counters"]:
+        if x["simulated"] is None and x["measured"] is None:
+            continue
+        diff = "n/a" if x["error_pct"] is None else f"{x['error_pct']:+.1f}%"
+        rows.append(f'<tr><td>{escape(x["name"])}</td><td class="num">{_fmt(x["simulated"])}</td>'
+                    f'<td class="num">{_fmt(x["measured"])}</td><td class="num">{diff}</td></tr>')
+    stall_rows = []
+    for x in c["stalls"]:
+        s, me = x["simulated"], x["measured"]
+        if s < 0.0005 and (me or 0) < 0.0005:
+            continue
+        bars = (f'<div class="bar" style="width:{100 * s:.1f}%;background:{reason_colour(x["reason"])}"></div>'
+                f'<div class="bar meas" style="width:{100 * (me or 0):.1f}%"></div>')
+        only = {"simulated": " (gpusim only)", "measured": " (Nsight only)"}.get(x["only"] or "", "")
+        meas = "n/a" if me is None else f"{me:.1%}"
+        stall_rows.append(f'<tr><td><span class="swatch" style="background:{reason_colour(x["reason"])}"></span>'
+                          f'{escape(x["reason"])}{only}</td><td class="num">{s:.1%}</td>'
+                          f'<td class="num">{meas}</td><td class="bars">{bars}</td></tr>')
+    t = c["top_reason"]
+    dist = "n/a" if c["stall_distance"] is None else f"{c['stall_distance']:.3f}"
+    where = (f'launch ID {escape(str(m.get("id")))} of <code>{escape(str(m.get("source")))}</code>: '
+             f'{escape(str(m.get("kernel")))}, grid {escape(str(m.get("grid")))}, block {escape(str(m.get("block")))}')
+    return (f'<h3>Measured (Nsight Compute) beside simulated</h3><p class="hint">{where}. Nsight Compute flushes '
+            'the caches before the launch it profiles (compare with a cold-L2 run, the default '
+            '<code>memory.l2.initial=cold</code>). Difference = (simulated &minus; measured) / measured; n/a: one '
+            'side does not count it.</p>'
+            '<table class="summary baseline"><thead><tr><th>counter</th><th>simulated</th><th>measured</th>'
+            f'<th>difference</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+            f'<p class="hint">Stall fractions of resident warp-cycles (upper bar simulated, lower bar measured). '
+            f'Stall distance (half the L1 distance of the two mixes) {dist}; top reason simulated '
+            f'<strong>{escape(t["simulated"] or "-")}</strong>, measured <strong>{escape(t["measured"] or "-")}'
+            '</strong>.</p><table class="summary baseline"><thead><tr><th>reason</th><th>simulated</th>'
+            f'<th>measured</th><th></th></tr></thead><tbody>{"".join(stall_rows)}</tbody></table>')
+
+
+def _result_section(i: int, r: SimResult, name: str, figures: dict, measured: dict | None = None) -> str:
     parts = [f'<section id="result-{i}"><h2>{escape(name)}</h2>', _counters(r)]
+    if measured:
+        parts.append(_measured_section(r, measured))
     if "utilisation" in figures:
         parts.append(f'<h3>Issue-slot utilisation</h3><div class="fig">{figures["utilisation"]}</div>')
     if "timeline" in figures:
@@ -170,6 +246,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .scroll { max-height: 640px; overflow: auto; border: 1px solid #ddd; }
 .hint { color: #555; font-size: 13px; }
 code { background: #f4f4f4; padding: 0 3px; }
+td.bars { width: 240px; } .bar { height: 6px; margin: 1px 0; } .bar.meas { background: #555; }
 """
 
 PAGE = Template("""<!DOCTYPE html>

@@ -36,6 +36,10 @@ CASES = {
     "kepler-simple": ("simpleMultiply", "k40", 64, "detailed", {}, {}),
     "hopper-sampled": ("sgemm_maxas_64", "h100", 512, "sampled", {}, {}),
     "maxwell-sampled-fast-forward": ("dgemm_unroll", "gtx970", 256, "sampled", {}, {}),
+    # the memory path (gpusim/timing/mem): stores through L2 with write-back, a warm L2, MIO queues
+    "hopper-copy-stores": ("copy_float4", "h100", 64, "detailed", {}, {}),
+    "hopper-warm-l2": ("coalescedMultiply", "h100", 64, "detailed", {"memory.l2.initial": "warm"}, {}),
+    "hopper-smem-conflicts": ("sgemm_smem", "h100", 64, "detailed", {}, {}),
 }
 
 

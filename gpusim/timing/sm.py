@@ -419,7 +419,7 @@ class SM:
         if kind == BRANCH and done > t:
             t, reason = now + self.branch_latency, S.BRANCH
         if regc:
-            t, reason = t + regc, (S.REG_BANK if t <= now + 1 else reason)
+            t, reason = t + regc, (S.DISPATCH if t <= now + 1 else reason)
             sp.dispatch_free = now + 1 + regc
         w.ready_at, w.reason = t, reason
 

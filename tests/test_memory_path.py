@@ -1,0 +1,124 @@
+"""The memory-path blocks (gpusim/timing/mem) follow the rules their docstrings state, with the H100
+numbers of configs/gpus/arch/gh100.yaml (measured: validation/h100/micro/memory*_h100.json)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpusim.config import apply_overrides, load_gpu
+from gpusim.errors import GpusimError
+from gpusim.timing.mem import L1, AccessQueue, MemorySystem
+
+
+@pytest.fixture(scope="module")
+def h100():
+    return load_gpu("h100")
+
+
+# ---- the sub-partition queues (mem/lsu.py) --------------------------------------------------------
+def _issue_gaps(queue: AccessQueue, units: float, n: int, every: float = 4.0, sm_rate: float = 1.0):
+    """One warp issuing `n` accesses of `units` back to back (one per `every` cycles when the queue
+    has room), behind an SM-wide stage of `sm_rate` units/cycle: the issue cycles."""
+    now, sm_free, issued = 0.0, 0.0, []
+    for _ in range(n):
+        until = queue.full_until(now)
+        if until is not None:
+            now = until
+        issued.append(now)
+        start, sp_done = queue.enter(now, units)
+        sm_free = max(sm_free, start) + units / sm_rate
+        queue.taken(max(sm_free, sp_done))
+        now += every
+    return [b - a for a, b in zip(issued, issued[1:])]
+
+
+def test_mio_queue_reproduces_the_conflicting_lds_measurement(h100):
+    """issue.lds_s128 (memory_h100.json): 32-wavefront LDS issue every 4 cycles until ~30 are queued,
+    then one per 64 cycles (0.5 wavefronts per cycle per sub-partition)."""
+    q = AccessQueue(h100.sm.mio_queue_depth, h100.sm.mio_sub_partition_rate)
+    gaps = _issue_gaps(q, 32, 48)
+    first_wait = next(i for i, g in enumerate(gaps) if g > 4)
+    assert 28 <= first_wait <= 32
+    assert gaps[-5:] == [64.0] * 5
+
+
+def test_queue_without_a_sub_partition_rate_only_holds_until_taken():
+    q = AccessQueue(2, None)
+    assert q.enter(10.0, 8) == (10.0, 10.0)
+    q.taken(18.0)
+    q.enter(10.0, 8)
+    q.taken(26.0)
+    assert q.full_until(12.0) == 18.0  # two queued: the next waits for the first to be taken
+    assert q.full_until(18.0) is None
+
+
+def test_queue_depth_must_be_positive(h100):
+    with pytest.raises(GpusimError, match="lsu_queue_depth"):
+        apply_overrides(h100, {"sm.lsu_queue_depth": 0})
+    with pytest.raises(GpusimError, match="mio_sub_partition_rate"):
+        apply_overrides(h100, {"sm.mio_sub_partition_rate": -1})
+
+
+# ---- L2 and DRAM (mem/l2.py, mem/dram.py) ----------------------------------------------------------
+def test_stores_stay_in_l2_until_the_dirty_limit(h100):
+    """write_once (Nsight): no DRAM traffic while the written data fit the dirty limit; past it,
+    DRAM writes = bytes written - dirty limit; no DRAM reads for full-sector writes."""
+    small = apply_overrides(h100, {"memory.l2.dirty_limit_bytes": 1 << 20})  # the rule, on a small limit
+    mem = MemorySystem(small, small.clock_mhz)
+    limit = (1 << 20) // 32
+    mem.store(0.0, range(limit))
+    assert mem.dram.write_bytes == 0 and mem.dram.read_bytes == 0
+    mem.store(0.0, range(limit, limit + 1000))
+    assert mem.dram.write_bytes == 1000 * 32
+    assert mem.counters()["dram_bytes"] == 1000 * 32
+
+
+def test_read_twice_fits_within_the_effective_capacity(h100):
+    """read_twice: a buffer read twice comes from DRAM once if it fits the effective capacity, twice if
+    not (the rule, on a 1 MiB L2 to keep the test fast)."""
+    small = apply_overrides(h100, {"memory.l2.effective_size_bytes": 1 << 20})
+    cap = (1 << 20) // 32
+    for n, expect in ((cap - 1000, 1), (cap + cap // 4, 2)):
+        mem = MemorySystem(small, small.clock_mhz)
+        for _ in range(2):
+            for i in range(0, n, 4096):
+                mem.fetch(0.0, range(i, min(n, i + 4096)))
+        assert mem.dram.read_bytes == expect * n * 32
+
+
+def test_far_partition_costs_more_once(h100):
+    mem = MemorySystem(h100, h100.clock_mhz)
+    near, far = h100.memory.l2.latency_cycles, h100.memory.l2.far_latency_cycles
+    mem.fetch(0.0, [7], partition=0)  # miss: filled, held by partition 0
+    assert mem.fetch(10_000.0, [7], partition=0) == pytest.approx(10_000.0 + near, abs=1)
+    assert mem.fetch(20_000.0, [7], partition=1) == pytest.approx(20_000.0 + far, abs=1)
+    assert mem.fetch(30_000.0, [7], partition=1) == pytest.approx(30_000.0 + near, abs=1)  # now held by both
+
+
+def test_warm_state_hits_and_keeps_dirty_data(h100):
+    mem = MemorySystem(h100, h100.clock_mhz)
+    mem.warm([1, 2, 3], [False, True, False])
+    done = mem.fetch(0.0, [1, 2, 3])
+    assert mem.l2.misses == 0 and mem.dram.read_bytes == 0
+    assert done == pytest.approx(h100.memory.l2.latency_cycles, abs=1)
+    assert list(mem.dirty) == [2]
+
+
+# ---- L1 and the per-warp miss limit (mem/l1.py) -------------------------------------------------------
+class _Warp:
+    def __init__(self):
+        self.misses = []
+
+
+def test_a_warp_waits_once_its_outstanding_miss_bytes_reach_the_limit(h100):
+    """wrap/scatter: 16 loads of 128 B each (2 KB) go out together; 16 of 512 B take ~3 rounds."""
+    def last_return(nbytes):
+        mem = MemorySystem(h100, h100.clock_mhz)
+        l1 = L1(h100, mem)
+        w = _Warp()
+        return max(l1.load(4.0 * k, [1000 * k + j for j in range(nbytes // 32)], warp=w, nbytes=nbytes)
+                   for k in range(16))
+
+    one_round = last_return(128)
+    assert one_round < 2 * h100.memory.dram.latency_cycles
+    assert last_return(512) > 2.5 * h100.memory.dram.latency_cycles

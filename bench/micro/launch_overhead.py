@@ -15,7 +15,11 @@ extern "C" __global__ void empty_kernel(int *p) { if (p != 0 && threadIdx.x == 1
 
 
 def main():
-    import cupy as cp
+    try:
+        import cupy as cp
+    except ImportError:
+        print("launch_overhead.py: needs cupy and an NVIDIA GPU", file=sys.stderr)
+        return 2
 
     mod = cp.RawModule(code=SRC, options=("-arch=sm_90",) if cp.cuda.Device().compute_capability == "90" else ())
     k = mod.get_function("empty_kernel")
@@ -42,4 +46,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -396,16 +396,18 @@ def main() -> int:
         return 0
     if not args.dry_run and not args.out:
         ap.error("--out is required unless --dry-run")
+    if not args.dry_run:
+        try:
+            import cupy  # noqa: F401
+        except ImportError:
+            print("run_memory.py: measuring needs cupy and an NVIDIA GPU (use --dry-run to compile only)",
+                  file=sys.stderr)
+            return 2
     comp = compile_cubin(args.nvcc, os.path.join(HERE, "build"))
     counts = sass_counts(comp["cubin"])
     if args.dry_run:
         print(json.dumps(counts, indent=1))
         return 0
-    try:
-        import cupy  # noqa: F401
-    except ImportError:
-        print("run_memory.py: measuring needs cupy and an NVIDIA GPU (use --dry-run to compile only)", file=sys.stderr)
-        return 2
     R = {"meta": {"command_line": " ".join(map(shlex.quote, [sys.executable] + sys.argv)),
                   "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": platform.node(),
                   "compile": comp}, "sass_counts": counts, "errors": []}

@@ -859,8 +859,13 @@ def main() -> int:
     if args.dry_run:
         return 0 if chk.get("ok") else 1
 
-    import cupy as cp
-    import numpy as np
+    try:
+        import cupy as cp
+        import numpy as np
+    except ImportError:
+        print("run_micro.py: measuring needs cupy and an NVIDIA GPU (use --dry-run to compile and check only)",
+              file=sys.stderr)
+        return 2
     meta["cupy"] = cp.__version__
     meta["numpy"] = np.__version__
     smi = SmiSampler(0.5)

@@ -26,6 +26,9 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from run_micro import run_cmd  # noqa: E402  (the ALU/latency microbenchmarks beside this file)
+
 SRC = os.path.join(HERE, "memory.cu")
 U = 16  # accesses per loop iteration (memory.cu)
 NQ = 48  # accesses of the issue-timestamp kernels
@@ -43,13 +46,6 @@ NCU_METRICS = [
     "barrier", "branch_resolving", "dispatch_stall", "drain", "imc_miss", "lg_throttle", "long_scoreboard",
     "math_pipe_throttle", "membar", "mio_throttle", "misc", "no_instruction", "not_selected", "selected",
     "short_scoreboard", "sleeping", "tex_throttle", "wait")]
-
-
-def run_cmd(cmd, timeout=300):
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    if r.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()[:2000]}")
-    return r.stdout
 
 
 def compile_cubin(nvcc: str, build: str) -> dict:

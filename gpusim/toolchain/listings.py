@@ -13,12 +13,16 @@ def listing_path(workload_name: str, arch: str) -> Path:
 
 
 def load_program(workload, arch: str):
-    """The Program of `workload` on `arch`, from its committed listing."""
+    """The Program of `workload` on `arch`, from its committed listing (traces/sass/<arch>/<name>.sass,
+    or <name>_<arch>.sass beside a spec kept elsewhere)."""
     from gpusim.isa.parser import parse_listing
 
     if arch not in workload.archs:
         raise ListingError(f"workload {workload.name} is not built for {arch} (archs: {', '.join(workload.archs)})")
     path = listing_path(workload.name, arch)
+    beside = workload.spec_path and workload.spec_path.parent / f"{workload.name}_{arch}.sass"
+    if not path.exists() and beside and beside.exists():  # a spec outside traces/ with its listing beside it
+        path = beside
     if not path.exists():
         raise ListingError(f"no listing for {workload.name} on {arch}; run `gpusim compile {workload.name} "
                            f"--arch {arch}` (needs the CUDA toolchain)", str(path))

@@ -232,9 +232,14 @@ def study(file: Path = typer.Argument(..., help="study file (configs/studies/*.y
     try:
         outcome = run_study(spec, out_dir=out, dask=dask, workers=workers, progress=True,
                             console=Console(stderr=True))
-    except KeyboardInterrupt:
+    except BaseException as exc:
+        from gpusim.interrupt import Interrupted, exit_code
+
+        if not isinstance(exc, (Interrupted, KeyboardInterrupt)):
+            raise
+
         sys.stderr.write("gpusim: study interrupted; finished points are cached, run the same command to resume\n")
-        raise SystemExit(130) from None
+        raise SystemExit(exit_code(exc)) from None
     fails = outcome.failures
     summary = {"study": spec.spec.name, "out": str(outcome.out_dir), "points": len(spec.points),
                "failed": len(fails), "computed": len(outcome.computed), "cached": len(outcome.cached),
@@ -391,6 +396,9 @@ def measure(ctx: typer.Context,
 
 
 def main() -> None:
+    from gpusim.interrupt import MESSAGE as INTERRUPTED, Interrupted, exit_code, handle_signals
+
+    handle_signals()  # Ctrl-C and SIGTERM raise Interrupted: one line, exit 130 / 143
     try:
         rc = app(standalone_mode=False)  # typer returns (not raises) the code of `raise typer.Exit(n)`
         if isinstance(rc, int) and rc:
@@ -403,6 +411,9 @@ def main() -> None:
     except typer.Abort:
         sys.stderr.write("gpusim: aborted\n")
         sys.exit(130)
+    except (Interrupted, KeyboardInterrupt) as exc:  # worker pools end their workers on the way out
+        sys.stderr.write(f"gpusim: {INTERRUPTED}\n")
+        sys.exit(exit_code(exc))
     except Exception as exc:  # click usage errors and the like
         if _is_click_error(exc):
             sys.stderr.write(f"gpusim: error: {exc.format_message()} (see gpusim --help)\n")

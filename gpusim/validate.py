@@ -11,7 +11,7 @@ Three sources of truth:
   bandwidths (``/work/shared/seeds/README.md``).
 
 Nothing is fitted: every figure comes from the committed configs. Every simulated case is cached
-under ``out/validate/cache/<key>.json``, the key hashing (workload, size, card, mode, the model's
+under ``out/validate/cache/<key>.json`` ($GPUSIM_VALIDATE_CACHE moves it), the key hashing (workload, size, card, mode, the model's
 code version = gpusim/timing/*.py + configs/gpus/**, the workload spec and its SASS listing).
 """
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ from pathlib import Path
 from gpusim import REPO_ROOT
 
 VALIDATION_DIR = REPO_ROOT / "validation"
-CACHE_DIR = REPO_ROOT / "out" / "validate" / "cache"
+CACHE_DIR = Path(os.environ.get("GPUSIM_VALIDATE_CACHE") or REPO_ROOT / "out" / "validate" / "cache")
 DETAILED_MAX_SIZE = 256  # detailed mode above this is minutes per case; sampled is seconds
 QUICK_MAX_SIZE = 1024
 CACHE_VERSION = 1
@@ -236,9 +237,12 @@ def simulate_cases(cases: list[Case], cache_dir: Path = CACHE_DIR, workers: int 
 
     prog = Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     TextColumn("{task.description}"), console=console, disable=not progress, transient=False)
+    from gpusim.interrupt import WorkerPool
+
+    pool = WorkerPool(workers) if workers > 1 else None  # started before the progress bar's thread
     with prog:
         task = prog.add_task("", total=len(todo))
-        if workers <= 1:
+        if pool is None:
             for c, path in todo:
                 prog.update(task, description=f"{c.workload} n={c.size} {c.card} {c.mode}")
                 try:
@@ -247,9 +251,9 @@ def simulate_cases(cases: list[Case], cache_dir: Path = CACHE_DIR, workers: int 
                     failures[c] = f"{type(exc).__name__}: {exc}"
                 prog.advance(task)
         else:
-            from concurrent.futures import ProcessPoolExecutor, as_completed
+            from concurrent.futures import as_completed
 
-            with ProcessPoolExecutor(max_workers=workers) as pool:
+            with pool as pool:  # Ctrl-C / SIGTERM: workers ended at once, finished cases stay cached
                 futs = {pool.submit(_simulate_to_cache, c, path): c for c, path in todo}
                 for f in as_completed(futs):
                     c = futs[f]

@@ -224,6 +224,8 @@ def study(file: Path = typer.Argument(..., help="study file (configs/studies/*.y
                                                                     "(tcp://host:8786) instead of local processes"),
           workers: Optional[int] = typer.Option(None, "--workers", min=1,
                                                 help="local worker processes (default: all cores)"),
+          dask_timeout: float = typer.Option(10.0, "--dask-timeout", min=0.1,
+                                             help="seconds to wait for the Dask scheduler's answer"),
           as_json: bool = typer.Option(False, "--json", help="print a machine-readable summary")):
     """Sweep config fields over workloads (a study file); write a table, plots and summary.md."""
     from gpusim.study import load_study, run_study
@@ -231,7 +233,7 @@ def study(file: Path = typer.Argument(..., help="study file (configs/studies/*.y
     spec = load_study(file)  # validates every point's config before anything runs
     try:
         outcome = run_study(spec, out_dir=out, dask=dask, workers=workers, progress=True,
-                            console=Console(stderr=True))
+                            console=Console(stderr=True), dask_timeout=dask_timeout)
     except BaseException as exc:
         from gpusim.interrupt import Interrupted, exit_code
 

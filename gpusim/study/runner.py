@@ -31,7 +31,7 @@ from gpusim.study import worker
 CACHE_VERSION = 1
 INPUT_SEED = 0  # gpusim.emu.run.emulate's default seed: the inputs every study trace is emulated with
 _CODE_DIRS = ("timing", "emu", "trace", "isa", "workloads")
-DASK_CONNECT_TIMEOUT_S = 5.0
+DASK_CONNECT_TIMEOUT_S = 10.0
 
 
 @dataclass
@@ -159,6 +159,33 @@ class _LocalPool:
             self.pool.shutdown(wait=True)
 
 
+def probe_scheduler(address: str, timeout: float) -> None:
+    """Connect to `address`, do Dask's comm handshake and ask it who it is, all within `timeout`
+    seconds: raises unless a Dask scheduler answers. (dask.distributed.Client's own timeout covers the
+    TCP connect only: a port that accepts connections but never speaks Dask hangs it for minutes.)"""
+    import asyncio
+
+    from distributed.comm import connect
+
+    async def identity():
+        comm = await connect(address, timeout=timeout)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    try:
+        reply = asyncio.run(asyncio.wait_for(identity(), timeout))
+    except asyncio.TimeoutError:
+        raise TimeoutError("no Dask handshake (is it a Dask scheduler?)") from None
+    except MemoryError:  # the answer's first bytes, read as a Dask frame length, were something else
+        raise ValueError("the answer is not Dask's protocol (is it a Dask scheduler?)") from None
+    kind = reply.get("type") if isinstance(reply, dict) else None
+    if kind != "Scheduler":
+        raise ValueError(f"it answered as {kind or type(reply).__name__!r}, not as a Dask scheduler")
+
+
 class _DaskPool:
     name = "dask"
 
@@ -174,6 +201,7 @@ class _DaskPool:
             self.client = address
         else:
             try:
+                probe_scheduler(address, timeout)
                 self.client = Client(address, timeout=timeout, set_as_default=False)
             except Exception as exc:  # noqa: BLE001 - OSError, TimeoutError, ValueError for a bad address
                 reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

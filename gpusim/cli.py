@@ -205,10 +205,13 @@ def viz(results: list[Path] = typer.Argument(..., help="result JSON files writte
     except OSError as exc:
         raise GpusimError(f"cannot write the report: {exc.strerror or exc}", str(outdir)) from None
     summary = {"report": str(written["report"]), "timeline": str(written["timeline"]) if written["timeline"] else None,
-               "plots": [str(p) for p in written["plots"]]}
+               "plots": [str(p) for p in written["plots"]], "config_differences": written.get("differences", [])}
     if as_json:
         _emit_json(summary)
         return
+    for d in summary["config_differences"]:  # what the compared runs were computed from, where it differs
+        console.print(f"differs: {d['field']}: " + " | ".join(map(str, d["values"])), markup=False,
+                      highlight=False)
     console.print(f"[green]wrote[/green] {summary['report']} ({len(summary['plots'])} plot files in "
                   f"{outdir / 'plots'})")
     if summary["timeline"]:

@@ -343,6 +343,7 @@ def _execute(pool, study: Study, todo: dict, by_trace: dict, traces: dict, recor
                     rec["point"] = {"workload": p.workload, "size": p.size, "card": p.card, "overrides": p.overrides,
                                     "honour_control_codes": p.honour_control_codes}
                     rec["code_fingerprint"] = code
+                    rec["provenance"] = _provenance(p, mode)
                     records[p.key] = rec
                     computed.append(p.key)
                     if rec.get("status") == "ok":
@@ -351,6 +352,14 @@ def _execute(pool, study: Study, todo: dict, by_trace: dict, traces: dict, recor
     except BaseException:
         pool.abort(list(pending))
         raise
+
+
+def _provenance(p: Point, mode: str) -> dict:
+    """What a point was computed from (the resolved config itself is the point's config_json)."""
+    from gpusim.timing.provenance import code_version, config_hash
+
+    return {"code": code_version(), "config_hash": config_hash(json.loads(p.config_json)), "overrides": p.overrides,
+            "mode": mode, "honour_control_codes": p.honour_control_codes}
 
 
 class _NoProgress:

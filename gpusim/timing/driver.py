@@ -21,7 +21,11 @@ def run_workload(workload: str, gpu: str, size: int, mode: str = "detailed", ove
         raise SpecError(f"size {size} is not among the sizes workload {wl.name} supports: {wl.sizes}")
     ctas = sampled_ctas(wl, size, cfg) if mode == "sampled" else None
     emu, _ = emulate(wl, cfg.arch, size, ctas=ctas)
-    return time_emulated(emu, wl, cfg, size, mode, honour_control_codes, window)
+    result = time_emulated(emu, wl, cfg, size, mode, honour_control_codes, window)
+    from gpusim.timing.provenance import build
+
+    result.provenance = build(cfg, overrides, mode, honour_control_codes, emu.program, wl, ctas)
+    return result
 
 
 def time_emulated(emu, wl, cfg, size: int, mode: str = "detailed", honour_control_codes: bool | None = None,

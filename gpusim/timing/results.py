@@ -44,6 +44,8 @@ class SimResult(BaseModel):
     timeline: list[list] | None = None  # [sm, sub-partition, warp, start cycle, cycles, reason index, pc index]
     timeline_reasons: list[str] = list(REASONS)
     notes: list[str] = []
+    provenance: dict | None = None  # what it was computed from (gpusim.timing.provenance): config, overrides, code
+
 
     def top_stalls(self, k: int = 3) -> list[tuple[str, float]]:
         items = [(r, v) for r, v in self.stalls.items() if r != "selected" and v > 0]

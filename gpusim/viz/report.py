@@ -15,6 +15,7 @@ from html import escape
 from pathlib import Path
 from string import Template
 
+from gpusim.timing.provenance import config_differences
 from gpusim.timing.results import SimResult
 from gpusim.viz import plots
 from gpusim.viz.load import labels, load_result, reason_colour
@@ -58,14 +59,32 @@ def write_outputs(results: list[SimResult | str | Path], outdir: str | Path, nam
         figures["hot"] = _svg_of(written[-1])
         sections.append(_result_section(i, result, name, figures))
 
+    differences = config_differences(results) if len(results) > 1 else []
     page = PAGE.substitute(
         css=CSS + SOURCE_CSS, title=escape("gpusim report: " + ", ".join(names)),
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        summary=_summary_table(results, names), breakdown=breakdown,
+        summary=_summary_table(results, names) + _differences_table(results, names, differences),
+        breakdown=breakdown,
         perfetto=_perfetto_help(trace, results, names), sections="\n".join(sections))
     report = outdir / "report.html"
     report.write_text(page)
-    return {"report": report, "timeline": trace, "plots": written}
+    return {"report": report, "timeline": trace, "plots": written, "differences": differences}
+
+
+def _differences_table(results: list[SimResult], names: list[str], differences: list[dict]) -> str:
+    """What the compared runs were computed from, where it differs (config fields, overrides, mode, code)."""
+    if len(results) < 2:
+        return ""
+    missing = [n for r, n in zip(results, names) if not r.provenance]
+    note = (f'<p class="hint">No provenance recorded in {escape(", ".join(missing))} (written by an older '
+            'gpusim): its config is unknown.</p>' if missing else "")
+    if not differences:
+        return note + '<h3>Config differences</h3><p class="hint">None: the runs share config, mode and code.</p>'
+    head = "".join(f"<th>{escape(n)}</th>" for n in names)
+    rows = "".join(f"<tr><td><code>{escape(d['field'])}</code></td>"
+                   + "".join(f"<td>{escape(str(v))}</td>" for v in d["values"]) + "</tr>" for d in differences)
+    return (note + f'<h3>Config differences</h3><table class="summary"><thead><tr><th>field</th>{head}</tr>'
+            f'</thead><tbody>{rows}</tbody></table>')
 
 
 def _svg_of(path: Path) -> str:

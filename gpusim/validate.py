@@ -25,10 +25,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpusim import REPO_ROOT
+from gpusim import CONFIGS_DIR, DATA_ROOT as REPO_ROOT, PACKAGE_DIR  # data root: the checkout, or an installed wheel's
 
 VALIDATION_DIR = REPO_ROOT / "validation"
-CACHE_DIR = Path(os.environ.get("GPUSIM_VALIDATE_CACHE") or REPO_ROOT / "out" / "validate" / "cache")
+CACHE_DIR = Path(os.environ.get("GPUSIM_VALIDATE_CACHE") or
+                 (REPO_ROOT / "out" if REPO_ROOT == PACKAGE_DIR.parent else Path("out")) / "validate" / "cache")
 DETAILED_MAX_SIZE = 256  # detailed mode above this is minutes per case; sampled is seconds
 QUICK_MAX_SIZE = 1024
 CACHE_VERSION = 1
@@ -160,7 +161,8 @@ def seed_cases(gpu: str | None = None, quick: bool = False) -> list[Case]:
 def _hash_files(paths) -> str:
     h = hashlib.sha256()
     for p in sorted(paths):
-        h.update(str(Path(p).relative_to(REPO_ROOT)).encode())
+        p = Path(p)
+        h.update(str(p.relative_to(REPO_ROOT if p.is_relative_to(REPO_ROOT) else PACKAGE_DIR.parent)).encode())
         h.update(Path(p).read_bytes())
     return h.hexdigest()
 
@@ -172,8 +174,8 @@ def code_version() -> str:
     """Hash of the timing model's code and the GPU configs (what decides a result besides the trace)."""
     global _CODE_VERSION
     if _CODE_VERSION is None:
-        files = list((REPO_ROOT / "gpusim" / "timing").glob("*.py"))
-        files += [p for p in (REPO_ROOT / "configs" / "gpus").rglob("*") if p.is_file()]
+        files = list((PACKAGE_DIR / "timing").glob("*.py"))
+        files += [p for p in (CONFIGS_DIR / "gpus").rglob("*") if p.is_file()]
         _CODE_VERSION = _hash_files(files)[:16]
     return _CODE_VERSION
 

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpusim import REPO_ROOT
+from gpusim import PACKAGE_DIR
 from gpusim.errors import GpusimError
 from gpusim.study.spec import Point, Study, content_hash, load_study
 from gpusim.study import worker
@@ -62,7 +62,7 @@ class StudyOutcome:
 
 def code_fingerprint() -> str:
     """Hash of the model's source (what decides a point's result besides trace and config)."""
-    pkg = REPO_ROOT / "gpusim"
+    pkg = PACKAGE_DIR
     files = sorted(p for d in _CODE_DIRS for p in (pkg / d).rglob("*.py"))
     files += sorted((pkg / "arch").glob("*.yaml"))
     h = []

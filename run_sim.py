@@ -20,11 +20,11 @@ import sys
 from concurrent.futures import as_completed
 from pathlib import Path
 
-from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
 from gpusim import REPO_ROOT
+from gpusim.console import make_console, print_table
 from gpusim.interrupt import MESSAGE as INTERRUPTED, Interrupted, WorkerPool, exit_code, handle_signals
 from gpusim.timing.results import SimResult
 from gpusim.validate import GTX970_DGEMM  # the seed-000 GTX 970 table (seconds per GEMM)
@@ -76,7 +76,7 @@ def main(argv=None) -> int:
     out = Path(args.outdir)
     cache = out / "cache" / code_version()
     cache.mkdir(parents=True, exist_ok=True)
-    console = Console(width=150)
+    console = make_console()
     jobs = [(wl.name, card, size_for(wl)) for wl in list_workloads() for card in args.cards.split(",")]
     results: dict[tuple, SimResult] = {}
     with WorkerPool() as pool, Progress(console=console) as progress:
@@ -103,7 +103,7 @@ def main(argv=None) -> int:
         stalls = stalls.replace("_scoreboard", "_sb").replace("_throttle", "_thr")
         table.add_row(row["workload"], row["card"], str(row["size"]), fmt(row["predicted_s"]),
                       fmt(row["measured_s"]), err, stalls)
-    console.print(table)
+    print_table(console, table)
     known = [abs(r["error"]) for r in rows if r["error"] is not None]
     if known:
         console.print(f"mean absolute error over {len(known)} measured cases: {sum(known) / len(known):.1%}")

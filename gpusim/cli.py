@@ -12,11 +12,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from gpusim.console import make_console, print_table
 from gpusim.errors import GpusimError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="gpusim: replay real SASS of GEMM kernels through a model of NVIDIA SMs.")
-console = Console()
+console = make_console()  # wide when redirected; print_table keeps tables whole on narrow terminals
 
 
 def _emit_json(obj) -> None:
@@ -43,7 +44,7 @@ def kernels(as_json: bool = typer.Option(False, "--json", help="print machine-re
     for r in rows:
         archs = " ".join(f"{a}{'' if ok else '(missing)'}" for a, ok in r["listings"].items())
         table.add_row(r["name"], r["kernel"], ",".join(map(str, r["sizes"])), archs)
-    console.print(table)
+    print_table(console, table)
 
 
 @app.command()
@@ -64,7 +65,7 @@ def parse(listing: Path = typer.Argument(..., help="nvdisasm -hex listing (e.g. 
         if k != "opcodes":
             table.add_row(k, str(v))
     table.add_row("opcodes", ", ".join(f"{k}:{v}" for k, v in summary["opcodes"].items()))
-    console.print(table)
+    print_table(console, table)
 
 
 @app.command()
@@ -307,7 +308,7 @@ def _print_validation(report: dict) -> None:
                       f"{r['measured_time_ms']:.4g}", f"[{colour}]{pct(e)}[/{colour}]", num(r["predicted_cycles"]),
                       num(r["measured_cycles"]), num(r.get("ncu_cycles")), pct(r.get("instructions_error_pct")), bc,
                       pct(r.get("dram_error_pct")), f"{ps} / {ms}" if r["measured_top_stalls"] else ps)
-    console.print(table)
+    print_table(console, table)
     rk = report["summary"]["rankings"]
     if rk:
         t = Table(title="family rankings (fastest first)")
@@ -317,7 +318,7 @@ def _print_validation(report: dict) -> None:
             t.add_row(x["family"], x["card"], str(x["size"]), "yes" if x["match"] else "[red]no[/red]",
                       str(x["kendall_tau"]), f"{x['measured_spread_pct']:.1f}%", " < ".join(x["measured_order"]),
                       " < ".join(x["predicted_order"]))
-        console.print(t)
+        print_table(console, t)
     g = (report.get("seeds") or {}).get("gtx970_dgemm")
     if g:
         t = Table(title="seed: GTX 970 DGEMM, seconds per GEMM")
@@ -327,7 +328,7 @@ def _print_validation(report: dict) -> None:
             t.add_row(e["workload"], str(e["size"]), f"{e['measured_s']:.5f}",
                       "-" if e.get("predicted_s") is None else f"{e['predicted_s']:.5f}", pct(e.get("error_pct")),
                       pct(e.get("error_pct_at_1268")))
-        console.print(t)
+        print_table(console, t)
         console.print(f"[dim]{g['clock_note']}[/dim]")
     m = (report.get("seeds") or {}).get("m2090_aat")
     if m:
@@ -365,7 +366,7 @@ def _print_result(r) -> None:
     rows += [(f"pipe {k}", f"{v:.1%}") for k, v in r.pipe_utilisation.items()]
     for k, v in rows:
         table.add_row(k, v)
-    console.print(table)
+    print_table(console, table)
 
 
 def _check_size(wl, size: int) -> None:

@@ -157,10 +157,11 @@ def trace(workload: str = typer.Argument(..., help="workload name or path of a s
 
 
 @app.command()
-def run(workload: str = typer.Argument(..., help="workload name or path of a spec YAML"),
+def run(workload: Optional[str] = typer.Argument(None, help="workload name or path of a spec YAML (optional "
+                                                               "with --trace)"),
         gpu: str = typer.Option(..., "--gpu", help="card id (k20x, k40, gtx780, k80, gtx970, gtx980, titanx, h100, "
                                                    "m2090) or a GPU config YAML"),
-        size: int = typer.Option(..., "--size", help="problem size n"),
+        size: Optional[int] = typer.Option(None, "--size", help="problem size n (required without --trace)"),
         json_path: Optional[Path] = typer.Option(None, "--json", help="write the full result JSON here"),
         mode: str = typer.Option("detailed", "--mode", help="detailed (every CTA) or sampled"),
         set_: list[str] = typer.Option([], "--set", help="override a config field: --set sm.register_file.banks=8"),
@@ -170,10 +171,12 @@ def run(workload: str = typer.Argument(..., help="workload name or path of a spe
         timeline_ctas: Optional[str] = typer.Option(None, "--timeline-ctas",
                                                     help="record a timeline for these CTAs (e.g. 0,1) for gpusim viz"),
         timeline_cycles: str = typer.Option("0:50000", "--timeline-cycles",
-                                            help="cycle window of the timeline, FIRST:LAST")):
+                                            help="cycle window of the timeline, FIRST:LAST"),
+        trace_path: Optional[Path] = typer.Option(None, "--trace", help="simulate this saved trace instead: a "
+                                                  "gpusim .npz or an Accel-Sim trace directory")):
     """Simulate a workload on a GPU config and print where the cycles went."""
     from gpusim.errors import SpecError
-    from gpusim.timing.driver import run_workload
+    from gpusim.timing.driver import run_trace, run_workload
 
     window = None
     if timeline_ctas is not None:
@@ -183,8 +186,16 @@ def run(workload: str = typer.Argument(..., help="workload name or path of a spe
         except ValueError:
             raise SpecError("--timeline-ctas takes 'all' or ids like 0,1; --timeline-cycles takes FIRST:LAST") from None
         window = (lo, hi, ctas)
-    result = run_workload(workload, gpu, size, mode=mode, overrides=_parse_sets(set_),
-                          honour_control_codes=honour_control_codes, window=window)
+    if trace_path is not None:
+        if mode != "detailed" or size is not None:
+            raise SpecError("--trace simulates the saved trace as it is: no --size or --mode with it")
+        result = run_trace(trace_path, gpu, overrides=_parse_sets(set_), honour_control_codes=honour_control_codes,
+                           window=window, workload=workload)
+    else:
+        if workload is None or size is None:
+            raise SpecError("gpusim run needs a WORKLOAD and --size (or --trace FILE)")
+        result = run_workload(workload, gpu, size, mode=mode, overrides=_parse_sets(set_),
+                              honour_control_codes=honour_control_codes, window=window)
     if json_path:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(result.model_dump_json(indent=2))

@@ -53,3 +53,36 @@ def test_cli_run_trace(saved, tmp_path):
     bad = subprocess.run([sys.executable, "-m", "gpusim", "run", "--gpu", "h100"], capture_output=True, text=True,
                          env=env)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--trace" in bad.stderr
+
+
+@pytest.mark.parametrize("arch", ["sm_52", "sm_90"])
+def test_vectorised_accelsim_reader_matches_the_line_reader(tmp_path, arch):
+    from gpusim.trace.accelsim import read_kernel_trace, to_dynamic_trace
+    from gpusim.trace.accelsim_fast import read_dynamic_trace
+
+    wl = find_workload("dgemm_unroll")
+    emu, _ = emulate(wl, arch, 256, ctas=[0, 3])
+    dyn = DynamicTrace.from_emulator(emu, workload=wl.name, size=256)
+    kernel = Path(export_accelsim(dyn, emu.program, tmp_path / "a")) / "kernel-1.traceg"
+    if not kernel.exists():
+        kernel = tmp_path / "a" / "kernel-1.traceg"
+    fast = read_dynamic_trace(kernel, emu.program)
+    assert fast is not None and fast == to_dynamic_trace(read_kernel_trace(kernel), emu.program)
+    assert fast.addresses.any()
+
+
+def test_malformed_accelsim_line_falls_back_to_the_line_reader_message(saved, tmp_path):
+    import shutil
+
+    from gpusim.errors import TraceFormatError
+
+    accel = saved[1] if saved[1].is_dir() else saved[1].parent
+    bad = tmp_path / "bad"
+    shutil.copytree(accel, bad)
+    kernel = bad / "kernel-1.traceg"
+    lines = kernel.read_text().splitlines(keepends=True)
+    k = next(i for i, ln in enumerate(lines) if ln[:1] in "0123456789abcdef" and " LDG" in ln)
+    lines[k] = lines[k].replace(" LDG", " LDX", 1)
+    kernel.write_text("".join(lines))
+    with pytest.raises(TraceFormatError, match=rf"kernel-1.traceg:{k + 1}: "):
+        run_trace(bad, "h100")

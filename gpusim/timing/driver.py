@@ -49,27 +49,21 @@ def run_trace(path, gpu: str, overrides: dict | None = None, honour_control_code
     if overrides:
         cfg = apply_overrides(cfg, overrides)
     if path.is_dir() or path.name.startswith("kernel"):  # Accel-Sim
-        from gpusim.trace.accelsim import import_accelsim, to_dynamic_trace
+        from gpusim.trace.accelsim_fast import first_kernel, load_kernel, peek_header
 
-        listed = path / "kernelslist.g" if path.is_dir() else path
-        if not listed.exists():
-            raise TraceFormatError("no kernelslist.g in this folder (an Accel-Sim trace directory has one)", str(path))
-        app = import_accelsim(listed)
-        kernels = getattr(app, "kernels", [app])
-        if not kernels:
-            raise TraceFormatError("the kernel list names no kernel", str(listed))
-        kernel = kernels[0]
-        arch = f"sm_{kernel.header.get('binary_version', '')}"
+        kernel_file = first_kernel(path)
+        header = peek_header(kernel_file)
+        arch = f"sm_{header.get('binary_version', '')}"
         if workload is not None:
             wl = find_workload(workload)
         else:
-            wl = next((w for w in list_workloads() if arch in w.archs and _kernel_of(w, arch) == kernel.header["kernel_name"]),
+            wl = next((w for w in list_workloads() if arch in w.archs and _kernel_of(w, arch) == header["kernel_name"]),
                       None)
             if wl is None:
-                raise GpusimError(f"no committed listing has kernel {kernel.header['kernel_name']} for {arch}; "
+                raise GpusimError(f"no committed listing has kernel {header['kernel_name']} for {arch}; "
                                   "name the trace's workload (gpusim run WORKLOAD --trace ...)", str(path))
         program = load_program(wl, arch)
-        trace = to_dynamic_trace(kernel, program, workload=wl.name)
+        trace = load_kernel(kernel_file, program, workload=wl.name)
         size = None
     else:
         trace = DynamicTrace.load(path)

@@ -41,12 +41,14 @@ def main() -> None:
         export_accelsim(dyn, emu.program, Path(tmp))
         kernel = Path(tmp) / "kernel-1.traceg"
         mb = kernel.stat().st_size / 1e6
-        fast, wall, cpu = timed(lambda: read_dynamic_trace(kernel, emu.program))
-        assert fast is not None, "the fast reader did not take the exported trace"
-        n = fast.n_warp_instructions
-        print(f"{wl.name} {args.arch} n={args.size}: {n:,} warp instructions, {mb:.1f} MB")
-        print(f"vectorised reader:   {wall:6.2f} s wall, {cpu:6.2f} s CPU -> {n / wall / 1e6:.2f} M/s wall, "
-              f"{n / cpu / 1e6:.2f} M/s CPU")
+        for attempt in ("first read", "second read"):  # the first pays the page faults of its big arrays
+            fast, wall, cpu = timed(lambda: read_dynamic_trace(kernel, emu.program))
+            assert fast is not None, "the fast reader did not take the exported trace"
+            n = fast.n_warp_instructions
+            if attempt == "first read":
+                print(f"{wl.name} {args.arch} n={args.size}: {n:,} warp instructions, {mb:.1f} MB")
+            print(f"vectorised reader, {attempt}: {wall:6.2f} s wall, {cpu:6.2f} s CPU -> {n / wall / 1e6:.2f} M/s "
+                  f"wall, {n / cpu / 1e6:.2f} M/s CPU")
         if args.compare:
             slow, wall, cpu = timed(lambda: to_dynamic_trace(read_kernel_trace(kernel, args.arch), emu.program))
             print(f"line-by-line reader: {wall:6.2f} s wall, {cpu:6.2f} s CPU -> {n / wall / 1e6:.2f} M/s wall; "

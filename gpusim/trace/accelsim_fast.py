@@ -47,6 +47,11 @@ def _numbers(buf: np.ndarray, start: np.ndarray, length: np.ndarray, base: int) 
     width = int(length.max())
     if width > (16 if base == 16 else 19) or length.min() < 1:
         raise _Unreadable
+    if base == 10 and length.max() == 1:  # single digits (dest_num, src_num, mem_width ...)
+        digit = _DEC[buf[start]]
+        if (digit == 255).any():
+            raise _Unreadable
+        return np.where(neg, -digit.astype(np.int64), digit.astype(np.int64))
     if base == 16:  # an optional 0x prefix (the tracer writes addresses with one, PCs and masks without)
         pre = (length > 2) & (buf[start] == 48) & ((buf[np.minimum(start + 1, len(buf) - 1)] | 32) == 120)
         start, length = start + 2 * pre, length - 2 * pre
@@ -240,15 +245,13 @@ def _read(path: Path, data: bytes, program, workload, size) -> DynamicTrace:
     if in_tb or (warp_of_line < 0).any():
         raise _Unreadable
 
-    # tokens: runs of bytes above ' ' (the edges of the whitespace mask, in one pass); each
-    # instruction line's tokens are the ones between its start and its end
-    ws = buf <= 32
-    edges = np.flatnonzero(ws[1:] != ws[:-1]) + 1
-    if len(buf) and not ws[0]:
-        edges = np.concatenate(([0], edges))
-    if len(edges) % 2:
-        edges = np.concatenate((edges, [len(buf)]))
-    tok_start, tok_len = edges[0::2], edges[1::2] - edges[0::2]
+    # tokens: the gaps between consecutive whitespace bytes (one pass over the bytes; about one
+    # whitespace byte per token); each instruction line's tokens lie between its start and its end
+    spaces = np.flatnonzero(buf <= 32)
+    bounds = np.concatenate(([-1], spaces, [len(buf)]))
+    gap = np.diff(bounds) - 1
+    real = np.flatnonzero(gap > 0)
+    tok_start, tok_len = bounds[real] + 1, gap[real]
     line_first = np.searchsorted(tok_start, starts[ins_lines])
     line_ntok = np.searchsorted(tok_start, ends[ins_lines]) - line_first
     n = len(ins_lines)
@@ -329,10 +332,11 @@ def _read(path: Path, data: bytes, program, workload, size) -> DynamicTrace:
                 if (base_at[rows] + need - 1 >= line_ntok[mem[rows]]).any():
                     raise _Unreadable
                 base = pick(rows, base_at[rows], 16)
-                r, c = np.nonzero(k[None, :31] < (count - 1)[:, None])
                 deltas = np.zeros((len(rows), 32), np.uint64)
                 first_delta = line_first[mem[rows]] + base_at[rows] + 1
-                deltas[r, c + 1] = _decimal_runs(buf, tok_start, tok_len, first_delta, count - 1).astype(np.uint64)
+                # row-major boolean assignment: row i's deltas fill its columns 1 .. count - 1 in order
+                deltas[:, 1:][k[None, :31] < (count - 1)[:, None]] = _decimal_runs(
+                    buf, tok_start, tok_len, first_delta, count - 1).astype(np.uint64)
                 vals = base[:, None] + np.cumsum(deltas, axis=1, dtype=np.uint64)
                 used[rows] = 1 + need
             else:  # every active lane's address

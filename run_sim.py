@@ -15,15 +15,17 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from pathlib import Path
 
-from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
 from gpusim import REPO_ROOT
+from gpusim.console import make_console, print_table
+from gpusim.interrupt import MESSAGE as INTERRUPTED, Interrupted, WorkerPool, exit_code, handle_signals
 from gpusim.timing.results import SimResult
 from gpusim.validate import GTX970_DGEMM  # the seed-000 GTX 970 table (seconds per GEMM)
 from gpusim.workloads import list_workloads
@@ -53,7 +55,9 @@ def simulate(name: str, card: str, n: int, cache: Path) -> str:
     if cache.exists():
         return cache.read_text()
     text = run_workload(name, card, n, mode="sampled").model_dump_json()
-    cache.write_text(text)
+    tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")  # whole or absent, even if interrupted
+    tmp.write_text(text)
+    os.replace(tmp, cache)
     return text
 
 
@@ -72,10 +76,10 @@ def main(argv=None) -> int:
     out = Path(args.outdir)
     cache = out / "cache" / code_version()
     cache.mkdir(parents=True, exist_ok=True)
-    console = Console(width=150)
+    console = make_console()
     jobs = [(wl.name, card, size_for(wl)) for wl in list_workloads() for card in args.cards.split(",")]
     results: dict[tuple, SimResult] = {}
-    with Progress(console=console) as progress, ProcessPoolExecutor() as pool:
+    with WorkerPool() as pool, Progress(console=console) as progress:
         task = progress.add_task("simulating (sampled mode)", total=len(jobs))
         futures = {pool.submit(simulate, n, c, s, cache / f"{n}__{c}__{s}.json"): (n, c, s) for n, c, s in jobs}
         for fut in as_completed(futures):
@@ -99,7 +103,7 @@ def main(argv=None) -> int:
         stalls = stalls.replace("_scoreboard", "_sb").replace("_throttle", "_thr")
         table.add_row(row["workload"], row["card"], str(row["size"]), fmt(row["predicted_s"]),
                       fmt(row["measured_s"]), err, stalls)
-    console.print(table)
+    print_table(console, table)
     known = [abs(r["error"]) for r in rows if r["error"] is not None]
     if known:
         console.print(f"mean absolute error over {len(known)} measured cases: {sum(known) / len(known):.1%}")
@@ -112,4 +116,9 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    handle_signals()
+    try:
+        sys.exit(main())
+    except (Interrupted, KeyboardInterrupt) as exc:  # Ctrl-C or SIGTERM: the workers are already ended
+        sys.stderr.write(f"run_sim.py: {INTERRUPTED}\n")
+        sys.exit(exit_code(exc))

@@ -8,8 +8,14 @@ Data flow (one subpackage per stage):
 
 __version__ = "0.1.0"
 
+import os
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-TRACES_DIR = REPO_ROOT / "traces"
-CONFIGS_DIR = REPO_ROOT / "configs"
+PACKAGE_DIR = Path(__file__).resolve().parent
+REPO_ROOT = PACKAGE_DIR.parent
+# Data (configs/, traces/, validation/): the checkout's folders; in an installed wheel the copies
+# shipped as package data under gpusim/_data/ (pyproject.toml); $GPUSIM_DATA names another folder.
+DATA_ROOT = (Path(os.environ["GPUSIM_DATA"]) if os.environ.get("GPUSIM_DATA") else
+             REPO_ROOT if (REPO_ROOT / "traces" / "workloads").is_dir() else PACKAGE_DIR / "_data")
+TRACES_DIR = DATA_ROOT / "traces"
+CONFIGS_DIR = DATA_ROOT / "configs"

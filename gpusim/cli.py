@@ -12,11 +12,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from gpusim.console import make_console, print_table
 from gpusim.errors import GpusimError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="gpusim: replay real SASS of GEMM kernels through a model of NVIDIA SMs.")
-console = Console()
+console = make_console()  # wide when redirected; print_table keeps tables whole on narrow terminals
 CACHE_DIR_HELP = "cache a spec's SASS listings here instead of beside the spec (or set GPUSIM_CACHE_DIR)"
 
 
@@ -44,7 +45,7 @@ def kernels(as_json: bool = typer.Option(False, "--json", help="print machine-re
     for r in rows:
         archs = " ".join(f"{a}{'' if ok else '(missing)'}" for a, ok in r["listings"].items())
         table.add_row(r["name"], r["kernel"], ",".join(map(str, r["sizes"])), archs)
-    console.print(table)
+    print_table(console, table)
 
 
 @app.command()
@@ -65,7 +66,7 @@ def parse(listing: Path = typer.Argument(..., help="nvdisasm -hex listing (e.g. 
         if k != "opcodes":
             table.add_row(k, str(v))
     table.add_row("opcodes", ", ".join(f"{k}:{v}" for k, v in summary["opcodes"].items()))
-    console.print(table)
+    print_table(console, table)
 
 
 @app.command()
@@ -176,10 +177,11 @@ def trace(workload: str = typer.Argument(..., help="workload name or path of a s
 
 
 @app.command()
-def run(workload: str = typer.Argument(..., help="workload name or path of a spec YAML"),
+def run(workload: Optional[str] = typer.Argument(None, help="workload name or path of a spec YAML (optional "
+                                                               "with --trace)"),
         gpu: str = typer.Option(..., "--gpu", help="card id (k20x, k40, gtx780, k80, gtx970, gtx980, titanx, h100, "
                                                    "m2090) or a GPU config YAML"),
-        size: int = typer.Option(..., "--size", help="problem size n"),
+        size: Optional[int] = typer.Option(None, "--size", help="problem size n (required without --trace)"),
         json_path: Optional[Path] = typer.Option(None, "--json", help="write the full result JSON here"),
         mode: str = typer.Option("detailed", "--mode", help="detailed (every CTA) or sampled"),
         set_: list[str] = typer.Option([], "--set", help="override a config field: --set sm.register_file.banks=8"),
@@ -192,10 +194,12 @@ def run(workload: str = typer.Argument(..., help="workload name or path of a spe
                                             help="cycle window of the timeline, FIRST:LAST"),
         cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
         ncu: Optional[Path] = typer.Option(None, "--ncu", help="Nsight Compute raw CSV (ncu --csv --page raw) of "
-                                                               "this kernel: show its counters beside the simulated")):
+                                                               "this kernel: show its counters beside the simulated"),
+        trace_path: Optional[Path] = typer.Option(None, "--trace", help="simulate this saved trace instead: a "
+                                                  "gpusim .npz or an Accel-Sim trace directory")):
     """Simulate a workload on a GPU config and print where the cycles went."""
     from gpusim.errors import SpecError
-    from gpusim.timing.driver import run_workload
+    from gpusim.timing.driver import run_trace, run_workload
     from gpusim.toolchain.workspace import set_cache_dir
 
     set_cache_dir(cache_dir)
@@ -209,15 +213,25 @@ def run(workload: str = typer.Argument(..., help="workload name or path of a spe
             raise SpecError("--timeline-ctas takes 'all' or ids like 0,1; --timeline-cycles takes FIRST:LAST") from None
         window = (lo, hi, ctas)
     measured = None
-    if ncu is not None:  # read and match before simulating: a wrong file fails at once
-        from gpusim.measure.compare import ncu_baseline
-        from gpusim.workloads import find_workload
+    if trace_path is not None:
+        if mode != "detailed" or size is not None:
+            raise SpecError("--trace simulates the saved trace as it is: no --size or --mode with it")
+        if ncu is not None:
+            raise SpecError("--ncu compares a workload run at a size with its Nsight row: not with --trace")
+        result = run_trace(trace_path, gpu, overrides=_parse_sets(set_), honour_control_codes=honour_control_codes,
+                           window=window, workload=workload)
+    else:
+        if workload is None or size is None:
+            raise SpecError("gpusim run needs a WORKLOAD and --size (or --trace FILE)")
+        if ncu is not None:  # read and match before simulating: a wrong file fails at once
+            from gpusim.measure.compare import ncu_baseline
+            from gpusim.workloads import find_workload
 
-        wl = find_workload(workload)
-        _check_size(wl, size)
-        measured = ncu_baseline(ncu, wl, size)
-    result = run_workload(workload, gpu, size, mode=mode, overrides=_parse_sets(set_),
-                          honour_control_codes=honour_control_codes, window=window)
+            wl = find_workload(workload)
+            _check_size(wl, size)
+            measured = ncu_baseline(ncu, wl, size)
+        result = run_workload(workload, gpu, size, mode=mode, overrides=_parse_sets(set_),
+                              honour_control_codes=honour_control_codes, window=window)
     if json_path:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         if measured is None:
@@ -247,10 +261,13 @@ def viz(results: list[Path] = typer.Argument(..., help="result JSON files writte
     except OSError as exc:
         raise GpusimError(f"cannot write the report: {exc.strerror or exc}", str(outdir)) from None
     summary = {"report": str(written["report"]), "timeline": str(written["timeline"]) if written["timeline"] else None,
-               "plots": [str(p) for p in written["plots"]]}
+               "plots": [str(p) for p in written["plots"]], "config_differences": written.get("differences", [])}
     if as_json:
         _emit_json(summary)
         return
+    for d in summary["config_differences"]:  # what the compared runs were computed from, where it differs
+        console.print(f"differs: {d['field']}: " + " | ".join(map(str, d["values"])), markup=False,
+                      highlight=False)
     console.print(f"[green]wrote[/green] {summary['report']} ({len(summary['plots'])} plot files in "
                   f"{outdir / 'plots'})")
     if summary["timeline"]:
@@ -266,6 +283,8 @@ def study(file: Path = typer.Argument(..., help="study file (configs/studies/*.y
                                                                     "(tcp://host:8786) instead of local processes"),
           workers: Optional[int] = typer.Option(None, "--workers", min=1,
                                                 help="local worker processes (default: all cores)"),
+          dask_timeout: float = typer.Option(10.0, "--dask-timeout", min=0.1,
+                                             help="seconds to wait for the Dask scheduler's answer"),
           as_json: bool = typer.Option(False, "--json", help="print a machine-readable summary")):
     """Sweep config fields over workloads (a study file); write a table, plots and summary.md."""
     from gpusim.study import load_study, run_study
@@ -273,10 +292,15 @@ def study(file: Path = typer.Argument(..., help="study file (configs/studies/*.y
     spec = load_study(file)  # validates every point's config before anything runs
     try:
         outcome = run_study(spec, out_dir=out, dask=dask, workers=workers, progress=True,
-                            console=Console(stderr=True))
-    except KeyboardInterrupt:
+                            console=Console(stderr=True), dask_timeout=dask_timeout)
+    except BaseException as exc:
+        from gpusim.interrupt import Interrupted, exit_code
+
+        if not isinstance(exc, (Interrupted, KeyboardInterrupt)):
+            raise
+
         sys.stderr.write("gpusim: study interrupted; finished points are cached, run the same command to resume\n")
-        raise SystemExit(130) from None
+        raise SystemExit(exit_code(exc)) from None
     fails = outcome.failures
     summary = {"study": spec.spec.name, "out": str(outcome.out_dir), "points": len(spec.points),
                "failed": len(fails), "computed": len(outcome.computed), "cached": len(outcome.cached),
@@ -344,7 +368,7 @@ def _print_validation(report: dict) -> None:
                       f"{r['measured_time_ms']:.4g}", f"[{colour}]{pct(e)}[/{colour}]", num(r.get("ncu_cycles")),
                       pct(r.get("cycles_error_pct_vs_ncu")), pct(r.get("instructions_error_pct")), bc, dram, dist,
                       f"{ps} / {ms}" if r.get("measured_top_stalls") else ps)
-    console.print(table)
+    print_table(console, table)
     rk = report["summary"]["rankings"]
     if rk:
         t = Table(title="family rankings (fastest first)")
@@ -354,7 +378,7 @@ def _print_validation(report: dict) -> None:
             t.add_row(x["family"], x["card"], str(x["size"]), "yes" if x["match"] else "[red]no[/red]",
                       str(x["kendall_tau"]), f"{x['measured_spread_pct']:.1f}%", " < ".join(x["measured_order"]),
                       " < ".join(x["predicted_order"]))
-        console.print(t)
+        print_table(console, t)
     g = (report.get("seeds") or {}).get("gtx970_dgemm")
     if g:
         t = Table(title="seed: GTX 970 DGEMM, seconds per GEMM")
@@ -364,7 +388,7 @@ def _print_validation(report: dict) -> None:
             t.add_row(e["workload"], str(e["size"]), f"{e['measured_s']:.5f}",
                       "-" if e.get("predicted_s") is None else f"{e['predicted_s']:.5f}", pct(e.get("error_pct")),
                       pct(e.get("error_pct_at_1268")))
-        console.print(t)
+        print_table(console, t)
         console.print(f"[dim]{g['clock_note']}[/dim]")
     m = (report.get("seeds") or {}).get("m2090_aat")
     if m:
@@ -402,7 +426,7 @@ def _print_result(r) -> None:
     rows += [(f"pipe {k}", f"{v:.1%}") for k, v in r.pipe_utilisation.items()]
     for k, v in rows:
         table.add_row(k, v)
-    console.print(table)
+    print_table(console, table)
 
 
 def _print_measured(r, measured: dict) -> None:
@@ -527,6 +551,9 @@ def spec_init(source: Path = typer.Argument(..., help="the .cu file with the ker
 
 
 def main() -> None:
+    from gpusim.interrupt import MESSAGE as INTERRUPTED, Interrupted, exit_code, handle_signals
+
+    handle_signals()  # Ctrl-C and SIGTERM raise Interrupted: one line, exit 130 / 143
     try:
         rc = app(standalone_mode=False)  # typer returns (not raises) the code of `raise typer.Exit(n)`
         if isinstance(rc, int) and rc:
@@ -539,6 +566,9 @@ def main() -> None:
     except typer.Abort:
         sys.stderr.write("gpusim: aborted\n")
         sys.exit(130)
+    except (Interrupted, KeyboardInterrupt) as exc:  # worker pools end their workers on the way out
+        sys.stderr.write(f"gpusim: {INTERRUPTED}\n")
+        sys.exit(exit_code(exc))
     except Exception as exc:  # click usage errors and the like
         if _is_click_error(exc):
             sys.stderr.write(f"gpusim: error: {exc.format_message()} (see gpusim --help)\n")

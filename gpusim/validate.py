@@ -21,8 +21,9 @@ is simulated twice; every row says which state each comparison used (``time_cach
 ``ncu_cache_state``). The seeds' tables are timed loops: ``warm``.
 
 Nothing is fitted: every figure comes from the committed configs. Every simulated case is cached
-under ``out/validate/cache/<key>.json``, the key hashing (workload, size, card, mode, cache state, the
-model's code version = gpusim/timing/**/*.py + configs/gpus/**, the workload spec and its SASS listing).
+under ``out/validate/cache/<key>.json`` ($GPUSIM_VALIDATE_CACHE moves it), the key hashing (workload, size,
+card, mode, cache state, the model's code version = gpusim/timing/**/*.py + configs/gpus/**, the workload spec
+and its SASS listing).
 """
 
 from __future__ import annotations
@@ -30,15 +31,17 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gpusim import REPO_ROOT
+from gpusim import CONFIGS_DIR, DATA_ROOT as REPO_ROOT, PACKAGE_DIR  # data root: the checkout, or an installed wheel's
 from gpusim.measure import compare as M
 
 VALIDATION_DIR = REPO_ROOT / "validation"
-CACHE_DIR = REPO_ROOT / "out" / "validate" / "cache"
+CACHE_DIR = Path(os.environ.get("GPUSIM_VALIDATE_CACHE") or
+                 (REPO_ROOT / "out" if REPO_ROOT == PACKAGE_DIR.parent else Path("out")) / "validate" / "cache")
 DETAILED_MAX_SIZE = 256  # detailed mode above this is minutes per case; sampled is seconds
 QUICK_MAX_SIZE = 1024
 CACHE_VERSION = 2  # 2: the key holds the cache state (memory.l2.initial)
@@ -265,7 +268,8 @@ def seed_cases(gpu: str | None = None, quick: bool = False) -> list[Case]:
 def _hash_files(paths) -> str:
     h = hashlib.sha256()
     for p in sorted(paths):
-        h.update(str(Path(p).relative_to(REPO_ROOT)).encode())
+        p = Path(p)
+        h.update(str(p.relative_to(REPO_ROOT if p.is_relative_to(REPO_ROOT) else PACKAGE_DIR.parent)).encode())
         h.update(Path(p).read_bytes())
     return h.hexdigest()
 
@@ -278,8 +282,8 @@ def code_version() -> str:
     result besides the trace)."""
     global _CODE_VERSION
     if _CODE_VERSION is None:
-        files = list((REPO_ROOT / "gpusim" / "timing").rglob("*.py"))
-        files += [p for p in (REPO_ROOT / "configs" / "gpus").rglob("*") if p.is_file()]
+        files = list((PACKAGE_DIR / "timing").rglob("*.py"))
+        files += [p for p in (CONFIGS_DIR / "gpus").rglob("*") if p.is_file()]
         _CODE_VERSION = _hash_files(files)[:16]
     return _CODE_VERSION
 
@@ -350,9 +354,12 @@ def simulate_cases(cases: list[Case], cache_dir: Path = CACHE_DIR, workers: int 
 
     prog = Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     TextColumn("{task.description}"), console=console, disable=not progress, transient=False)
+    from gpusim.interrupt import WorkerPool
+
+    pool = WorkerPool(workers) if workers > 1 else None  # started before the progress bar's thread
     with prog:
         task = prog.add_task("", total=len(todo))
-        if workers <= 1:
+        if pool is None:
             for c, path in todo:
                 prog.update(task, description=f"{c.workload} n={c.size} {c.card} {c.mode} {c.l2}")
                 try:
@@ -361,9 +368,9 @@ def simulate_cases(cases: list[Case], cache_dir: Path = CACHE_DIR, workers: int 
                     failures[c] = f"{type(exc).__name__}: {exc}"
                 prog.advance(task)
         else:
-            from concurrent.futures import ProcessPoolExecutor, as_completed
+            from concurrent.futures import as_completed
 
-            with ProcessPoolExecutor(max_workers=workers) as pool:
+            with pool as pool:  # Ctrl-C / SIGTERM: workers ended at once, finished cases stay cached
                 futs = {pool.submit(_simulate_to_cache, c, path): c for c, path in todo}
                 for f in as_completed(futs):
                     c = futs[f]

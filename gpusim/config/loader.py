@@ -19,9 +19,10 @@ from pydantic import ValidationError
 from gpusim.config.models import GpuConfig
 from gpusim.errors import SpecError, pydantic_one_line
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-#: Where cards live; GPUSIM_GPU_DIR overrides (e.g. for an installed package or a private set).
-GPU_DIR = Path(os.environ.get("GPUSIM_GPU_DIR", REPO_ROOT / "configs" / "gpus"))
+from gpusim import CONFIGS_DIR, DATA_ROOT as REPO_ROOT  # noqa: E402  (the checkout, or an installed wheel's data)
+
+#: Where cards live; GPUSIM_GPU_DIR overrides (e.g. for a private set).
+GPU_DIR = Path(os.environ.get("GPUSIM_GPU_DIR", CONFIGS_DIR / "gpus"))
 PRESET_DIR_NAME = "arch"
 
 

@@ -9,6 +9,7 @@ CTA has arrived. What each warp executed is recorded for the dynamic trace.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,6 +23,35 @@ from gpusim.errors import EmulationError
 from gpusim.isa.program import Program
 
 MEM_UNITS = ("lsu", "smem")
+
+# Watchdogs (so that a kernel that never ends stops in seconds, not when memory runs out):
+# * per-warp dynamic-instruction budget = BUDGET_FACTOR x static instructions x the launch's largest
+#   thread extent (max over x/y/z of grid x block: the longest loop a kernel indexed by its threads
+#   plausibly runs), at least BUDGET_FLOOR. Override: GPUSIM_WARP_INSTRUCTION_BUDGET or the argument.
+# * trace-memory budget: bytes the trace log may hold (GPUSIM_TRACE_MEMORY_BUDGET, e.g. "2G").
+BUDGET_FACTOR = 8
+BUDGET_FLOOR = 100_000
+TRACE_MEMORY_BUDGET = 4 * 2**30
+WATCH_EVERY = 1 << 14  # steps between two checks of the per-warp counts
+_STEP_BYTES = 360  # Python overhead of one logged step: 3 list slots + 3 small numpy arrays (measured: sys.getsizeof)
+
+
+def _size_setting(name: str, default: int) -> int:
+    """An integer setting from the environment; accepts k/M/G suffixes (powers of 1024 for bytes)."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    scale = {"k": 2**10, "m": 2**20, "g": 2**30}.get(raw[-1].lower(), 1)
+    try:
+        return int(float(raw[:-1] if scale > 1 else raw) * scale)
+    except ValueError:
+        raise EmulationError(f"expected a number (optionally with k, M or G), got '{raw}'", name) from None
+
+
+def warp_instruction_budget(program: Program, launch: "Launch") -> int:
+    """The default per-warp dynamic-instruction budget of `program` under `launch` (see above)."""
+    extent = max(g * b for g, b in zip(launch.grid, launch.block))
+    return max(BUDGET_FLOOR, BUDGET_FACTOR * len(program.instructions) * extent)
 
 
 @dataclass
@@ -95,7 +125,8 @@ class Emulator:
     """Emulate `program` over the CTAs `ctas` (default: all) of `launch`."""
 
     def __init__(self, program: Program, launch: Launch, params: bytes, memory: GlobalMemory,
-                 ctas: list[int] | None = None, record: bool = True, step_limit: int = 50_000_000):
+                 ctas: list[int] | None = None, record: bool = True, step_limit: int = 50_000_000,
+                 warp_budget: int | None = None, trace_budget: int | None = None):
         self.program, self.launch, self.memory = program, launch, memory
         self.arch_family = int(program.arch.split("_")[1])
         self.ctas = list(range(launch.n_ctas)) if ctas is None else list(ctas)
@@ -119,6 +150,12 @@ class Emulator:
         self.lane_tid = np.tile(tid, len(self.ctas))
         self.record, self.log = record, TraceLog()
         self.steps, self.step_limit = 0, step_limit
+        self.warp_budget = warp_budget or _size_setting("GPUSIM_WARP_INSTRUCTION_BUDGET",
+                                                        warp_instruction_budget(program, launch))
+        self.trace_budget = trace_budget or _size_setting("GPUSIM_TRACE_MEMORY_BUDGET", TRACE_MEMORY_BUDGET)
+        self.warp_steps = np.zeros(n_warps, dtype=np.int64)  # instructions each warp has issued
+        self.log_bytes = 0  # estimated memory held by the trace log
+        self._next_watch = WATCH_EVERY
         self.warp_instructions = 0
         self.clock = 0
         self.uniform = [ins.unit == "uniform" and ins.opcode not in ("R2UR", "S2UR", "VOTEU")
@@ -214,10 +251,10 @@ class Emulator:
             if self.done.all():
                 return None
             if not self._release_barriers():
-                stuck = np.flatnonzero(self.waiting)[:4]
+                stuck = np.flatnonzero(self.waiting)
                 raise EmulationError(
-                    f"deadlock: warps {stuck.tolist()} wait at a barrier that the rest of their CTA never reaches",
-                    self.program.kernel)
+                    f"barrier deadlock: {self._warp_where(int(stuck[0]))} and warps {self._local_warps(stuck)} "
+                    "wait at a barrier that the rest of their CTA never reaches", self.program.kernel)
         pcs = np.where(runnable, self.pc, np.iinfo(np.int64).max)
         pc = int(pcs.min())
         here = pcs == pc
@@ -229,6 +266,7 @@ class Emulator:
         """Run `batch` from `pc` until a control-flow instruction or until it reaches `horizon`.
         The batch's entries in self.pc are written when it stops (and before control flow)."""
         n = len(self.program)
+        start = self.steps
         while True:
             if pc >= n:
                 raise EmulationError(f"warp {int(batch.wids[0])} ran past the end of the program",
@@ -241,12 +279,82 @@ class Emulator:
             if self.steps > self.step_limit:
                 raise EmulationError(f"step limit {self.step_limit} exceeded (a loop that never ends?)",
                                      self.program.kernel)
-            if jumped:
-                return
-            pc += 1
-            if pc >= horizon:
+            if not jumped:
+                pc += 1
+                if pc < horizon:
+                    continue
                 self.pc[batch.warps] = pc
-                return
+            self.warp_steps[batch.warps] += self.steps - start
+            if self.steps >= self._next_watch:
+                self._next_watch = self.steps + WATCH_EVERY
+                self._watch()
+            return
+
+    # ---- watchdogs -------------------------------------------------------------------------------------
+    def _watch(self) -> None:
+        """Stop when a warp has run past its instruction budget. Before stopping, the other warps of
+        its CTA run on (the looping ones frozen, for a bounded number of steps): those that end up
+        waiting at a barrier the looping warps never reach make it a barrier deadlock."""
+        over = self.warp_steps > self.warp_budget
+        if not over.any():
+            return
+        w = int(self.warp_steps.argmax())
+        looping = np.flatnonzero(over & (self.warp_cta == self.warp_cta[w]))
+        where = self._warp_where(w)
+        waiters = self._settle(int(self.warp_cta[w]), over)
+        what = (f"{where}: exceeded its budget of {self.warp_budget:,} instructions (a loop that never ends?; "
+                "GPUSIM_WARP_INSTRUCTION_BUDGET sets it)")
+        if len(waiters):
+            bar = self.program.instructions[int(self.pc[waiters[0]])]
+            what = (f"barrier deadlock: warps {self._local_warps(waiters)} of CTA "
+                    f"{self.launch.cta_coords(self.ctas[self.warp_cta[w]])} wait at PC {bar.address:#06x} "
+                    f"`{bar.text}`, which warps {self._local_warps(looping)} never reach; {what}")
+        raise EmulationError(what, self.program.kernel)
+
+    SETTLE_STEPS = 200_000
+
+    def _settle(self, slot: int, frozen: np.ndarray) -> np.ndarray:
+        """Run CTA slot `slot`'s warps other than `frozen` until they all wait, finish, or SETTLE_STEPS
+        pass; the warps of the CTA then waiting at a barrier."""
+        in_cta = self.warp_cta == slot
+        frozen = frozen & ~self.done
+        self._next_watch = float("inf")  # no watchdog inside the diagnosis
+        self.done |= frozen
+        stop = self.steps + self.SETTLE_STEPS
+        try:
+            while self.steps < stop:
+                runnable = in_cta & ~(self.done | self.waiting)
+                if not runnable.any():
+                    break
+                pcs = np.where(runnable, self.pc, np.iinfo(np.int64).max)
+                pc = int(pcs.min())
+                wids = np.flatnonzero(pcs == pc)
+                pcs[wids] = np.iinfo(np.int64).max
+                self._run_batch(pc, Batch(self, wids), int(pcs.min()))
+        except EmulationError:
+            pass  # a fault while settling: the budget is what gets reported
+        finally:
+            self.done &= ~frozen
+        return np.flatnonzero(self.waiting & in_cta)
+
+    def _local_warps(self, wids) -> list[int]:
+        return [int(x) % self.launch.warps_per_cta for x in wids[:4]]
+
+    def _warp_where(self, w: int) -> str:
+        """'warp 1 of CTA (0, 0, 0) at PC 0x0190 `...`' (PC clamped to the program)."""
+        cta = self.ctas[self.warp_cta[w]]
+        pc = min(int(self.pc[w]), len(self.program) - 1)
+        ins = self.program.instructions[pc]
+        return (f"warp {w % self.launch.warps_per_cta} of CTA {self.launch.cta_coords(cta)} at PC {ins.address:#06x} "
+                f"`{ins.text}`")
+
+    def _over_trace_budget(self, pc: int, batch: "Batch") -> None:
+        w = int(batch.wids[0])
+        self.pc[batch.warps] = pc
+        raise EmulationError(
+            f"the trace of this launch needs more than its memory budget of {self.trace_budget / 2**30:.1f} GiB "
+            f"(at {self._warp_where(w)}, step {len(self.log.pcs):,}); emulate fewer CTAs (sampled "
+            "mode) or raise GPUSIM_TRACE_MEMORY_BUDGET", self.program.kernel)
 
     def _step(self, pc: int, batch: "Batch") -> bool:
         """Execute instruction `pc` for `batch`; True when its handler set the warps' PCs itself."""
@@ -288,6 +396,9 @@ class Emulator:
     def _record_step(self, pc: int, batch: "Batch", active: np.ndarray, uniform: bool) -> None:
         """Log the step: PC, warps, their lane masks and the lanes that execute (mask and guard)."""
         log = self.log
+        self.log_bytes += _STEP_BYTES + 16 * len(batch.wids)
+        if self.log_bytes > self.trace_budget:
+            self._over_trace_budget(pc, batch)
         log.pcs.append(pc)
         log.warps.append(batch.wids)
         log.masks.append(batch.packed_mask)
@@ -308,6 +419,7 @@ class Emulator:
                 full = np.zeros(len(ex.wids) * 32, dtype=np.uint64)
                 full[ex.active] = addrs
             self.log.mem[len(self.log.pcs) - 1] = (full.reshape(-1, 32), nbytes)
+            self.log_bytes += full.nbytes + 200
 
     def shared_rows(self, ex: Exec) -> np.ndarray:
         return self.lane_cta[ex.sel][ex.active]

@@ -30,6 +30,22 @@ class OpcodeRow:
     pdst_lead: bool = False  # a leading predicate operand is an extra destination (LOP3.LUT P0, R1, ...)
 
 
+# Fewest source operands each opcode takes in nvdisasm's syntax (after its destinations), from the
+# instruction set reference (CUDA Binary Utilities) -- e.g. FFMA d, a, b, c; ISETP p, q, a, b, r;
+# LOP3.LUT d, a, b, c, lut -- and cross-checked against every committed listing. A listing with fewer
+# is rejected at parse time (the emulator would otherwise fail on a missing operand). Opcodes not
+# listed are not checked.
+MIN_SOURCES = {
+    "FFMA": 3, "DFMA": 3, "HFMA2": 3, "FADD": 2, "FMUL": 2, "DADD": 2, "DMUL": 2, "FMNMX": 3,
+    "IMAD": 3, "XMAD": 3, "IADD3": 3, "IADD": 2, "IADD32I": 2, "ISUB": 2, "IMUL": 2, "IMUL32I": 2,
+    "ISCADD": 3, "LEA": 3, "SHF": 3, "SHL": 2, "SHR": 2, "BFE": 2, "BFI": 3, "LOP": 2, "LOP32I": 2,
+    "LOP3": 4, "SEL": 3, "FSEL": 3, "ISETP": 3, "FSETP": 3, "DSETP": 3, "PSETP": 3, "VIADD": 2,
+    "MOV": 1, "MOV32I": 1, "S2R": 1, "CS2R": 1, "S2UR": 1, "UMOV": 1, "ULDC": 1, "UIADD3": 3,
+    "UISETP": 3, "ULEA": 3, "USHF": 3, "LD": 1, "LDG": 1, "LDS": 1, "LDC": 1, "ST": 2, "STG": 2,
+    "STS": 2, "BRA": 1, "SSY": 1, "BSSY": 1, "BSYNC": 1,
+}
+
+
 class OpcodeTable(dict):
     arch: str = ""
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from gpusim.errors import ListingError
 from gpusim.isa import control as ctl
-from gpusim.isa.opcodes import OpcodeTable, load_opcode_table
+from gpusim.isa.opcodes import MIN_SOURCES, OpcodeTable, load_opcode_table
 from gpusim.isa.operands import OperandSyntaxError, parse_operand, split_operands
 from gpusim.isa.program import Instruction, Program
 from gpusim.isa.widths import apply_widths
@@ -39,7 +39,21 @@ def parse_listing(path: str | Path, kernel: str | None = None, table: OpcodeTabl
     path = Path(path)
     if not path.exists():
         raise ListingError("no such listing file", str(path))
-    return parse_listing_text(path.read_text(), str(path), kernel, table)
+    if path.is_dir():
+        raise ListingError("is a directory, not an nvdisasm listing file", str(path))
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ListingError(f"cannot read the listing: {exc.strerror or exc}", str(path)) from None
+    if b"\0" in raw[:65536]:
+        raise ListingError("binary file (a cubin?), not an nvdisasm listing; make one with `nvdisasm -hex`",
+                           str(path))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise ListingError("not a text file (invalid UTF-8); expected nvdisasm -hex output", f"{path}:{line}") from None
+    return parse_listing_text(text, str(path), kernel, table)
 
 
 def parse_listing_text(text: str, source: str = "<listing>", kernel: str | None = None,
@@ -63,6 +77,7 @@ def parse_listing_text(text: str, source: str = "<listing>", kernel: str | None 
     table = table or load_opcode_table(arch)
 
     start, body = sections[f".text.{kernel}"]
+    _check_complete(sections, kernel, lines, source)
     instructions = _parse_code(body, start, arch, table, source)
     info = _nv_info(sections.get(f".nv.info.{kernel}", (0, []))[1])
     global_info = _nv_info(sections.get(".nv.info", (0, []))[1])
@@ -85,6 +100,24 @@ def parse_listing_text(text: str, source: str = "<listing>", kernel: str | None 
         const_banks={int(m.group(1)): _data_bytes(body) for name, (_, body) in sections.items()
                      if (m := re.match(rf"^\.nv\.constant(\d+)\.{re.escape(kernel)}$", name)) and m.group(1) != "0"},
         toolchain=_ptxas_version(sections.get(".note.nv.tkinfo", (0, []))[1]))
+
+
+_SIZE = re.compile(r"^\s*\.size\s+(\S+?),\s*\((\.L_\w+)\s*-\s*(\S+?)\)\s*$")
+
+
+def _check_complete(sections: dict, kernel: str, lines: list[str], source: str) -> None:
+    """A listing cut short: the code section lacks the end label its `.size` directive names, or a
+    shared-memory section stops before its size."""
+    start, body = sections[f".text.{kernel}"]
+    end = next((m.group(2) for ln in body[:40] if (m := _SIZE.match(ln)) and m.group(1) == kernel), None)
+    if end is not None and not any(ln.strip() == f"{end}:" for ln in body):
+        raise ListingError(f"listing truncated: the code of {kernel} (from line {start}) stops at line "
+                           f"{start + len(body)} before its end label {end}; regenerate it with nvdisasm -hex",
+                           f"{source}:{start + len(body)}")
+    shared = sections.get(f".nv.shared.{kernel}")
+    if shared is not None and not any(re.match(r"^\s*\.zero\s+\d+", ln) for ln in shared[1]):
+        raise ListingError(f"listing truncated: section .nv.shared.{kernel} (line {shared[0]}) has no size",
+                           f"{source}:{len(lines)}")
 
 
 def _split_sections(lines: list[str]) -> dict[str, tuple[int, list[str]]]:
@@ -113,6 +146,9 @@ def _parse_code(body: list[str], first_line: int, arch: str, table: OpcodeTable,
         lineno = first_line + offset + 1
         if (m := _INSTR.match(ln)):
             addr = int(m.group(1), 16)
+            # every 64-bit slot before an instruction holds one raw word (sm_5x/3x: scheduling words too)
+            if len(words) != addr // 8:
+                _missing_words(raw_instrs, addr, len(words), lineno, source)
             for lab in pending_labels:
                 labels[lab] = addr
             pending_labels = []
@@ -129,6 +165,8 @@ def _parse_code(body: list[str], first_line: int, arch: str, table: OpcodeTable,
         end = raw_instrs[-1][1] + ctl.instruction_bytes(arch)
         for lab in pending_labels:
             labels[lab] = end
+        if len(words) < end // 8:
+            _missing_words(raw_instrs, end, len(words), first_line + len(body), source)
 
     out: list[Instruction] = []
     for index, (lineno, addr, text, opens, closes) in enumerate(raw_instrs):
@@ -149,6 +187,35 @@ def _parse_code(body: list[str], first_line: int, arch: str, table: OpcodeTable,
                                where) from None
         out.append(replace(ins, encoding=encoding, control=control, dual_issue=opens))
     return out
+
+
+def _missing_words(raw_instrs: list, addr: int, found: int, lineno: int, source: str) -> None:
+    """The raw words before address `addr` do not add up: blame the instruction before it."""
+    if raw_instrs:
+        line, prev, *_ = raw_instrs[-1]
+        what = "missing" if found < addr // 8 else "extra"
+        raise ListingError(f"raw encoding word {what} for the instruction at {prev:#06x} ({addr // 8} 64-bit words "
+                           f"expected before {addr:#06x}, found {found}); was the listing made with nvdisasm -hex?",
+                           f"{source}:{line}")
+    raise ListingError(f"raw encoding words missing before the first instruction ({addr // 8} expected, found "
+                       f"{found}); was the listing made with nvdisasm -hex?", f"{source}:{lineno}")
+
+
+# Register files (CUDA Binary Utilities, instruction set reference; the same on sm_35, sm_52, sm_90):
+# R0..R254 with R255 = RZ, UR0..UR62 with UR63 = URZ (sm_75+), P0..P6 with P7 = PT, UP0..UP6 with UP7 = UPT.
+_REGISTER_LIMIT = {"reg": 255, "ureg": 63, "pred": 7, "upred": 7}
+_REGISTER_NAME = {"reg": "R", "ureg": "UR", "pred": "P", "upred": "UP"}
+
+
+def _check_registers(operands, arch: str) -> None:
+    """Every register an operand names (also inside [...] and c[..][...]) is within the architecture's file."""
+    for op in operands:
+        fields = [(op.kind, op.reg)] if op.kind in _REGISTER_LIMIT else [("reg", op.reg), ("ureg", op.ureg)]
+        for kind, num in fields:
+            if num is not None and not 0 <= num <= _REGISTER_LIMIT[kind]:
+                name, top = _REGISTER_NAME[kind], _REGISTER_LIMIT[kind]
+                raise OperandSyntaxError(f"register {name}{num} in '{op.text}' is out of range on {arch} "
+                                         f"({name}0..{name}{top - 1}, {name}{'Z' if kind in ('reg', 'ureg') else 'T'})")
 
 
 def _parse_instruction(index: int, addr: int, text: str, labels: dict, table: OpcodeTable, arch: str):
@@ -174,6 +241,11 @@ def _parse_instruction(index: int, addr: int, text: str, labels: dict, table: Op
     if row.pdst_follow:
         while ndst < len(operands) and operands[ndst].kind in ("pred", "upred"):
             ndst += 1
+    _check_registers(operands, arch)
+    need = MIN_SOURCES.get(opcode)
+    if need is not None and len(operands) - ndst < need:
+        raise OperandSyntaxError(f"{opcode} takes {ndst} destination and at least {need} source operands "
+                                 f"({ndst + need} in all), found {len(operands)} in '{text.strip()}'")
     dsts, srcs = apply_widths(opcode, tuple(mods), operands[:ndst], operands[ndst:], arch)
     return Instruction(index=index, address=addr, text=text.strip(), opcode=opcode, modifiers=tuple(mods),
                        dsts=tuple(dsts), srcs=tuple(srcs), guard=guard, guard_negated=neg,

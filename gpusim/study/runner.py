@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpusim import REPO_ROOT
+from gpusim import PACKAGE_DIR
 from gpusim.errors import GpusimError
 from gpusim.study.spec import Point, Study, content_hash, load_study
 from gpusim.study import worker
@@ -31,7 +31,7 @@ from gpusim.study import worker
 CACHE_VERSION = 1
 INPUT_SEED = 0  # gpusim.emu.run.emulate's default seed: the inputs every study trace is emulated with
 _CODE_DIRS = ("timing", "emu", "trace", "isa", "workloads")
-DASK_CONNECT_TIMEOUT_S = 5.0
+DASK_CONNECT_TIMEOUT_S = 10.0
 
 
 @dataclass
@@ -62,7 +62,7 @@ class StudyOutcome:
 
 def code_fingerprint() -> str:
     """Hash of the model's source (what decides a point's result besides trace and config)."""
-    pkg = REPO_ROOT / "gpusim"
+    pkg = PACKAGE_DIR
     files = sorted(p for d in _CODE_DIRS for p in (pkg / d).rglob("*.py"))
     files += sorted((pkg / "arch").glob("*.yaml"))
     h = []
@@ -159,6 +159,33 @@ class _LocalPool:
             self.pool.shutdown(wait=True)
 
 
+def probe_scheduler(address: str, timeout: float) -> None:
+    """Connect to `address`, do Dask's comm handshake and ask it who it is, all within `timeout`
+    seconds: raises unless a Dask scheduler answers. (dask.distributed.Client's own timeout covers the
+    TCP connect only: a port that accepts connections but never speaks Dask hangs it for minutes.)"""
+    import asyncio
+
+    from distributed.comm import connect
+
+    async def identity():
+        comm = await connect(address, timeout=timeout)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    try:
+        reply = asyncio.run(asyncio.wait_for(identity(), timeout))
+    except asyncio.TimeoutError:
+        raise TimeoutError("no Dask handshake (is it a Dask scheduler?)") from None
+    except MemoryError:  # the answer's first bytes, read as a Dask frame length, were something else
+        raise ValueError("the answer is not Dask's protocol (is it a Dask scheduler?)") from None
+    kind = reply.get("type") if isinstance(reply, dict) else None
+    if kind != "Scheduler":
+        raise ValueError(f"it answered as {kind or type(reply).__name__!r}, not as a Dask scheduler")
+
+
 class _DaskPool:
     name = "dask"
 
@@ -174,6 +201,7 @@ class _DaskPool:
             self.client = address
         else:
             try:
+                probe_scheduler(address, timeout)
                 self.client = Client(address, timeout=timeout, set_as_default=False)
             except Exception as exc:  # noqa: BLE001 - OSError, TimeoutError, ValueError for a bad address
                 reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -315,6 +343,7 @@ def _execute(pool, study: Study, todo: dict, by_trace: dict, traces: dict, recor
                     rec["point"] = {"workload": p.workload, "size": p.size, "card": p.card, "overrides": p.overrides,
                                     "honour_control_codes": p.honour_control_codes}
                     rec["code_fingerprint"] = code
+                    rec["provenance"] = _provenance(p, mode)
                     records[p.key] = rec
                     computed.append(p.key)
                     if rec.get("status") == "ok":
@@ -323,6 +352,14 @@ def _execute(pool, study: Study, todo: dict, by_trace: dict, traces: dict, recor
     except BaseException:
         pool.abort(list(pending))
         raise
+
+
+def _provenance(p: Point, mode: str) -> dict:
+    """What a point was computed from (the resolved config itself is the point's config_json)."""
+    from gpusim.timing.provenance import code_version, config_hash
+
+    return {"code": code_version(), "config_hash": config_hash(json.loads(p.config_json)), "overrides": p.overrides,
+            "mode": mode, "honour_control_codes": p.honour_control_codes}
 
 
 class _NoProgress:

@@ -131,7 +131,9 @@ def run_point(task: dict) -> dict:
 
 
 def ignore_sigint() -> None:
-    """Pool initializer: Ctrl-C is handled by the parent, which cancels and ends the workers."""
+    """Pool initializer: Ctrl-C is handled by the parent, which cancels and ends the workers (and a
+    forked worker must not inherit the parent's SIGTERM handler: terminate() has to end it)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -25,7 +25,77 @@ def run_workload(workload: str, gpu: str, size: int, mode: str = "detailed", ove
         from gpusim.toolchain.listings import workload_listing
 
         result.build = {**wl.build_info(), "spec": str(wl.spec_path), "listing": str(workload_listing(wl, cfg.arch))}
+    from gpusim.timing.provenance import build
+
+    result.provenance = build(cfg, overrides, mode, honour_control_codes, emu.program, wl, ctas)
     return result
+
+
+def run_trace(path, gpu: str, overrides: dict | None = None, honour_control_codes: bool | None = None,
+              window=None, workload: str | None = None):
+    """Time a saved trace: a gpusim `.npz` (`gpusim trace`) or an Accel-Sim trace (its directory,
+    `kernelslist.g` or one `kernel-N.traceg[.xz]`; the first kernel). The program comes from the
+    committed listing of `workload`, else of the workload the trace names (npz) or whose listing has
+    the trace's kernel for its architecture (Accel-Sim)."""
+    from pathlib import Path
+
+    from gpusim.config import apply_overrides, load_gpu
+    from gpusim.errors import GpusimError, TraceFormatError
+    from gpusim.timing.gpu import simulate
+    from gpusim.timing.provenance import build
+    from gpusim.toolchain.listings import load_program
+    from gpusim.trace import DynamicTrace
+    from gpusim.workloads import find_workload, list_workloads
+
+    path = Path(path)
+    cfg = load_gpu(gpu)
+    if overrides:
+        cfg = apply_overrides(cfg, overrides)
+    if path.is_dir() or path.name.startswith("kernel"):  # Accel-Sim
+        from gpusim.trace.accelsim_fast import first_kernel, load_kernel, peek_header
+
+        kernel_file = first_kernel(path)
+        header = peek_header(kernel_file)
+        arch = f"sm_{header.get('binary_version', '')}"
+        if workload is not None:
+            wl = find_workload(workload)
+        else:
+            wl = next((w for w in list_workloads() if arch in w.archs and _kernel_of(w, arch) == header["kernel_name"]),
+                      None)
+            if wl is None:
+                raise GpusimError(f"no committed listing has kernel {header['kernel_name']} for {arch}; "
+                                  "name the trace's workload (gpusim run WORKLOAD --trace ...)", str(path))
+        program = load_program(wl, arch)
+        trace = load_kernel(kernel_file, program, workload=wl.name)
+        size = None
+    else:
+        trace = DynamicTrace.load(path)
+        arch = trace.header["arch"]
+        name = workload or trace.header.get("workload")
+        if not name:
+            raise TraceFormatError("the trace names no workload; name it (gpusim run WORKLOAD --trace ...)", str(path))
+        wl = find_workload(name)
+        program = load_program(wl, arch)
+        trace.check_program(program, str(path))
+        size = trace.header.get("size")
+    if cfg.arch != arch:
+        raise GpusimError(f"the trace is of {arch} code but card {cfg.name} is {cfg.arch}", str(path))
+    result = simulate(program, trace, cfg, workload=wl.name, size=size, honour_control_codes=honour_control_codes,
+                      window=window, footprint_bytes=input_bytes(wl, size) if size else None)
+    result.provenance = build(cfg, overrides, "detailed", honour_control_codes, program, wl, None)
+    result.provenance["trace"] = {"path": str(path), "source": trace.header.get("source"),
+                                  "ctas": len(trace.header.get("ctas", []))}
+    return result
+
+
+def _kernel_of(wl, arch: str) -> str | None:
+    from gpusim.errors import GpusimError
+    from gpusim.toolchain.listings import load_program
+
+    try:
+        return load_program(wl, arch).kernel
+    except GpusimError:
+        return None
 
 
 def time_emulated(emu, wl, cfg, size: int, mode: str = "detailed", honour_control_codes: bool | None = None,

@@ -45,6 +45,8 @@ class SimResult(BaseModel):
     timeline_reasons: list[str] = list(REASONS)
     notes: list[str] = []
     build: dict | None = None  # a user's spec: its nvcc flags, defines, instances, listing (None for the suite)
+    provenance: dict | None = None  # what it was computed from (gpusim.timing.provenance): config, overrides, code
+
 
     def top_stalls(self, k: int = 3) -> list[tuple[str, float]]:
         items = [(r, v) for r, v in self.stalls.items() if r != "selected" and v > 0]

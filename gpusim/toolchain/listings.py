@@ -41,6 +41,9 @@ def load_program(workload, arch: str):
     if arch not in workload.archs:
         raise ListingError(f"workload {workload.name} is not built for {arch} (archs: {', '.join(workload.archs)})")
     path = listing_path(workload.name, arch)
+    beside = workload.spec_path and workload.spec_path.parent / f"{workload.name}_{arch}.sass"
+    if not path.exists() and beside and beside.exists():  # a spec outside traces/ with its listing beside it
+        path = beside
     if not path.exists():
         raise ListingError(f"no listing for {workload.name} on {arch}; run `gpusim compile {workload.name} "
                            f"--arch {arch}` (needs the CUDA toolchain)", str(path))

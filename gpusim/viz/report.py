@@ -15,6 +15,7 @@ from html import escape
 from pathlib import Path
 from string import Template
 
+from gpusim.timing.provenance import config_differences
 from gpusim.timing.results import SimResult
 from gpusim.viz import plots
 from gpusim.measure.compare import compare
@@ -47,6 +48,9 @@ def write_outputs(results: list[SimResult | str | Path], outdir: str | Path, nam
 
     written = plots.save(plots.stall_breakdown(results, names), plot_dir, "stall_breakdown")
     breakdown = _svg_of(written[-1])
+    # many results: keep report.html small (issue 15: < 3 MB) -- per-result figures as files the page
+    # loads, the hottest source lines inline and each full source view in source/<result>.html
+    compact = len(results) > COMPACT_ABOVE
     sections = []
     for i, (result, name) in enumerate(zip(results, names)):
         stem = _slug(i, result)
@@ -54,23 +58,57 @@ def write_outputs(results: list[SimResult | str | Path], outdir: str | Path, nam
         util = plots.issue_utilisation(result, bucket)
         if util is not None:
             written += plots.save(util, plot_dir, f"{stem}_utilisation")
-            figures["utilisation"] = _svg_of(written[-1])
+            figures["utilisation"] = _img(written[-1], outdir, "utilisation") if compact else _svg_of(written[-1])
         timeline = plots.timeline_figure(result)
         if timeline is not None:
             written += plots.save(timeline, plot_dir, f"{stem}_timeline", formats=("png",))
             figures["timeline"] = _data_uri(written[-1])
         written += plots.save(plots.hot_instructions(result), plot_dir, f"{stem}_hot_instructions")
-        figures["hot"] = _svg_of(written[-1])
+        figures["hot"] = _img(written[-1], outdir, "hottest instructions") if compact else _svg_of(written[-1])
+        if compact:
+            full = outdir / "source" / f"{stem}.html"
+            full.parent.mkdir(parents=True, exist_ok=True)
+            full.write_text(SOURCE_PAGE.substitute(css=CSS + SOURCE_CSS, title=escape(name),
+                                                   table=source_table_html(result)))
+            written.append(full)
+            figures["source_link"] = full.relative_to(outdir).as_posix()
         sections.append(_result_section(i, result, name, figures, measured[i]))
 
+    differences = config_differences(results) if len(results) > 1 else []
     page = PAGE.substitute(
         css=CSS + SOURCE_CSS, title=escape("gpusim report: " + ", ".join(names)),
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        summary=_summary_table(results, names, measured), breakdown=breakdown,
+        summary=_summary_table(results, names, measured) + _differences_table(results, names, differences),
+        breakdown=breakdown,
         perfetto=_perfetto_help(trace, results, names), sections="\n".join(sections))
     report = outdir / "report.html"
     report.write_text(page)
-    return {"report": report, "timeline": trace, "plots": written}
+    return {"report": report, "timeline": trace, "plots": written, "differences": differences}
+
+
+def _differences_table(results: list[SimResult], names: list[str], differences: list[dict]) -> str:
+    """What the compared runs were computed from, where it differs (config fields, overrides, mode, code)."""
+    if len(results) < 2:
+        return ""
+    missing = [n for r, n in zip(results, names) if not r.provenance]
+    note = (f'<p class="hint">No provenance recorded in {escape(", ".join(missing))} (written by an older '
+            'gpusim): its config is unknown.</p>' if missing else "")
+    if not differences:
+        return note + '<h3>Config differences</h3><p class="hint">None: the runs share config, mode and code.</p>'
+    head = "".join(f"<th>{escape(n)}</th>" for n in names)
+    rows = "".join(f"<tr><td><code>{escape(d['field'])}</code></td>"
+                   + "".join(f"<td>{escape(str(v))}</td>" for v in d["values"]) + "</tr>" for d in differences)
+    return (note + f'<h3>Config differences</h3><table class="summary"><thead><tr><th>field</th>{head}</tr>'
+            f'</thead><tbody>{rows}</tbody></table>')
+
+
+COMPACT_ABOVE = 4  # results; above this report.html links its figures and full source views
+COMPACT_SOURCE_LINES = 25  # hottest lines shown inline in a compact report
+
+
+def _img(path: Path, outdir: Path, alt: str) -> str:
+    """An <img> of a saved plot, by its path relative to the report (loaded by the browser)."""
+    return f'<img class="fig" alt="{escape(alt)}" src="{escape(path.relative_to(outdir).as_posix())}">'
 
 
 def _svg_of(path: Path) -> str:
@@ -209,6 +247,11 @@ def _result_section(i: int, r: SimResult, name: str, figures: dict, measured: di
         parts.append('<p class="hint">No timeline recorded: run <code>gpusim run ... --timeline-ctas 0,1 '
                      '--json R.json</code> to get the utilisation plot and the Perfetto trace.</p>')
     parts.append(f'<h3>Hottest instructions</h3><div class="fig">{figures["hot"]}</div>')
+    if "source_link" in figures:
+        parts.append(f'<h3>Source view: the {COMPACT_SOURCE_LINES} hottest of {len(r.stalls_per_pc):,} SASS lines '
+                     f'(<a href="{escape(figures["source_link"])}">all lines</a>)</h3>'
+                     f'<div class="scroll">{source_table_html(r, max_lines=COMPACT_SOURCE_LINES)}</div></section>')
+        return "\n".join(parts)
     parts.append(f'<h3>Source view ({len(r.stalls_per_pc):,} SASS lines executed or stalled)</h3>'
                  '<p class="hint">Stall cycles are warp-cycles charged to the instruction a warp was waiting '
                  'to issue; share is of all stall cycles; shading follows the hottest line.</p>'
@@ -248,6 +291,16 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 code { background: #f4f4f4; padding: 0 3px; }
 td.bars { width: 240px; } .bar { height: 6px; margin: 1px 0; } .bar.meas { background: #555; }
 """
+
+SOURCE_PAGE = Template("""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>$title: source view</title>
+<style>$css</style></head>
+<body><h1>$title: source view</h1>
+<p class="hint">Stall cycles are warp-cycles charged to the instruction a warp was waiting to issue; share is of
+all stall cycles; shading follows the hottest line.</p>
+$table
+</body></html>
+""")
 
 PAGE = Template("""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>$title</title>

@@ -77,7 +77,12 @@ def main(argv=None) -> int:
     cache = out / "cache" / code_version()
     cache.mkdir(parents=True, exist_ok=True)
     console = make_console()
-    jobs = [(wl.name, card, size_for(wl)) for wl in list_workloads() for card in args.cards.split(",")]
+    from gpusim.config import load_gpu
+
+    # the seed documents' variants (traces/kernels/seed*.cu), on each card whose architecture they are built for
+    seeds = [wl for wl in list_workloads() if wl.source_path.name.startswith("seed")]
+    jobs = [(wl.name, card, size_for(wl)) for wl in seeds for card in args.cards.split(",")
+            if load_gpu(card).arch in wl.archs]
     results: dict[tuple, SimResult] = {}
     with WorkerPool() as pool, Progress(console=console) as progress:
         task = progress.add_task("simulating (sampled mode)", total=len(jobs))

@@ -24,8 +24,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 @pytest.fixture(scope="module")
 def result():
-    """A small real run with a timeline of CTA 0 (sgemm_maxas_64, n=64, H100: under a second)."""
-    return run_workload("sgemm_maxas_64", "h100", 64, window=(0, 1e9, [0]))
+    """A small real run with a timeline of CTA 0 (sgemm_maxas_64, n=128, H100: under a second; its two warps wait at barriers)."""
+    return run_workload("sgemm_maxas_64", "h100", 128, window=(0, 1e9, [0]))
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,7 @@ def test_trace_events_are_valid_and_complete(result):
     assert {(1 + sm, sp) for sm, sp in schedulers} <= names.keys()
     assert {(1 + sm, WARP_TID_BASE + w) for sm, w in warps} <= names.keys()
     assert len(names) == len(schedulers) + len(warps)
-    assert {e["args"]["name"] for e in events if e["name"] == "process_name"} >= {"SM 0 · sgemm_maxas_64 · h100 · n=64"}
+    assert {e["args"]["name"] for e in events if e["name"] == "process_name"} >= {"SM 0 · sgemm_maxas_64 · h100 · n=128"}
 
 
 def test_issue_slices_name_the_issued_instruction(result):
@@ -105,19 +105,19 @@ def test_address_layout_matches_listings(arch):
 
 def test_outputs_written(outdir):
     assert (outdir / "timeline.json").stat().st_size > 1000
-    for stem in ("stall_breakdown", "0_sgemm_maxas_64_h100_64_utilisation", "0_sgemm_maxas_64_h100_64_hot_instructions",
-                 "1_sgemm_maxas_64_h100_64_hot_instructions"):
+    for stem in ("stall_breakdown", "0_sgemm_maxas_64_h100_128_utilisation", "0_sgemm_maxas_64_h100_128_hot_instructions",
+                 "1_sgemm_maxas_64_h100_128_hot_instructions"):
         for ext in ("png", "svg"):
             assert (outdir / "plots" / f"{stem}.{ext}").stat().st_size > 1000
-    assert (outdir / "plots" / "0_sgemm_maxas_64_h100_64_timeline.png").exists()
-    assert not (outdir / "plots" / "1_sgemm_maxas_64_h100_64_utilisation.png").exists()  # no timeline, no plot
+    assert (outdir / "plots" / "0_sgemm_maxas_64_h100_128_timeline.png").exists()
+    assert not (outdir / "plots" / "1_sgemm_maxas_64_h100_128_utilisation.png").exists()  # no timeline, no plot
 
 
 def test_report_is_self_contained(outdir, result):
     html = (outdir / "report.html").read_text()
     assert html.count("<svg") >= 4 and "data:image/png;base64," in html
     assert 'src="http' not in html and "<link" not in html and "<script" not in html
-    for needle in ("sgemm_maxas_64 · h100 · n=64 #2", f"{result.cycles:,.0f}", "long_scoreboard", "ui.perfetto.dev",
+    for needle in ("sgemm_maxas_64 · h100 · n=128 #2", f"{result.cycles:,.0f}", "long_scoreboard", "ui.perfetto.dev",
                    "timeline.json", "1 trace microsecond = 1 SM cycle", "Source view", result.stalls_per_pc[0].text,
                    f'{result.memory["dram_bytes"]:,}', "No timeline recorded"):
         assert needle in html, needle

@@ -153,7 +153,7 @@ _BOOL = {"AND": np.logical_and, "OR": np.logical_or, "XOR": np.logical_xor}
 def _setp(ex, cond):
     """xSETP.cmp.bool Pd, Pd2, a, b, Pc: Pd = cond BOOL Pc, Pd2 = !cond BOOL Pc."""
     boolop = next((_BOOL[m] for m in ex.ins.modifiers if m in _BOOL), np.logical_and)
-    pc = ex.pred(2) if ex.is_pred(2) else True
+    pc = np.array(ex.pred(2)) if ex.is_pred(2) else True  # a copy: Pd may be Pc
     ex.write_pred(0, boolop(cond, pc))
     if len(ex.ins.dsts) > 1:
         ex.write_pred(1, boolop(~cond, pc))
@@ -324,18 +324,50 @@ def imad(ex):
     else:  # exact in int64 (|a*b| < 2^62); two's complement bits
         prod = (ex.s32(vals[0]).astype(np.int64) * ex.s32(vals[1]).astype(np.int64)).view(np.uint64)
     has_c = len(vals) >= 3
-    if "WIDE" in mods:
+    if "WIDE" in mods:  # d:d+1 = a*b + c:c+1 (+ carry-in for .X); a predicate destination gets bit 64
         c = ex.u64(vals[2]) if has_c else np.uint64(0)
-        ex.write64(0, prod + c)
+        total = prod + c
+        carry = total < prod
+        if "X" in mods:
+            total2 = total + _carry_in(ex)
+            carry = carry | (total2 < total)
+            total = total2
+        ex.write64(0, total)
+        if len(ex.ins.dsts) > 1 and ex.ins.dsts[1].kind in ("pred", "upred"):
+            ex.write_pred(1, carry)
         return
+    if "HI" in mods and ex.emu.arch_family >= 70:
+        return _imad_hi_pair(ex, prod, vals)
     c = _term(ex, vals[2]) if has_c else np.uint64(0)
-    if "HI" in mods:
+    if "HI" in mods:  # Kepler/Maxwell: the high word plus a 32-bit c
         total = ((prod >> np.uint64(32)) & M32) + c
     else:
         total = (prod & M32) + c
     if "X" in mods:
         total = total + _carry_in(ex)
     _write_with_cc(ex, total)
+
+
+def _imad_hi_pair(ex, prod, vals):
+    """Volta+ IMAD.HI d, [Pc,] a, b, c: the addend is the 64-bit register pair c:c+1, as in IMAD.WIDE,
+    and d is the high word of the 64-bit sum a*b + c64 (+ the carry-in for .X); a predicate
+    destination gets the carry out of that sum (bit 64). nvcc relies on it: unsigned division sets
+    c's low register to 0 and its high register to the running estimate (`IMAD.MOV.U32 R6, RZ, RZ, RZ;
+    IMAD.HI.U32 R7, R7, R5, R6` is hi(R7 * R5) + R7), and 64-bit products chain the carries."""
+    c = ex.u64(vals[2]) if len(vals) >= 3 else np.uint64(0)
+    op = ex.ins.srcs[vals[2]] if len(vals) >= 3 else None
+    if op is not None and op.kind != "reg":  # an immediate or constant addend: zero-extended (not seen)
+        c = ex.u32(vals[2]).astype(np.uint64)
+    total = prod + c  # modulo 2^64
+    carry = (total < prod).astype(np.uint64)
+    if "X" in ex.ins.modifiers:
+        cin = _carry_in(ex) << np.uint64(32)  # into the result word, as PTX madc.hi (unverified)
+        total2 = total + cin
+        carry = carry + (total2 < total)
+        total = total2
+    ex.write(0, ((total >> np.uint64(32)) & M32).astype(U32))
+    if len(ex.ins.dsts) > 1 and ex.ins.dsts[1].kind in ("pred", "upred"):
+        ex.write_pred(1, carry.astype(bool))
 
 
 @op("XMAD")
@@ -474,7 +506,7 @@ def psetp(ex):
     mods = [m for m in ex.ins.modifiers if m in _BOOL]
     first = _BOOL[mods[0]](ex.pred(0), ex.pred(1))
     second = _BOOL[mods[1]] if len(mods) > 1 else np.logical_and
-    pc = ex.pred(2) if ex.is_pred(2) else True
+    pc = np.array(ex.pred(2)) if ex.is_pred(2) else True  # a copy: Pd may be Pc
     ex.write_pred(0, second(first, pc))
     if len(ex.ins.dsts) > 1:
         ex.write_pred(1, second(~first, pc))
@@ -563,6 +595,8 @@ def _read_typed(ex, i, t):
         return ex.u64(i).view(_NP[t])
     if t == "F32":
         return ex.f32(i)
+    if t == "F16":  # the low half of the register
+        return (ex.u32(i) & np.uint32(0xFFFF)).astype(np.uint16).view(np.float16)
     return ex.u32(i).view(_NP[t]) if t in ("S32", "U32") else ex.u32(i).view(np.int32)
 
 
@@ -571,26 +605,92 @@ def _write_typed(ex, v, t):
         ex.write64(0, np.asarray(v).astype(_NP[t]).view(np.uint64))
     elif t == "F32":
         ex.write(0, np.asarray(v, dtype=np.float32))
+    elif t == "F16":
+        ex.write(0, np.asarray(v, dtype=np.float16).view(np.uint16).astype(U32))
     else:
         ex.write(0, np.asarray(v).astype(np.int64).astype(np.uint64) & M32)
 
 
+_FLOATS = ("F64", "F32", "F16")
+_INT_RANGE = {"S32": (-2**31, 2**31 - 1), "U32": (0, 2**32 - 1), "S64": (-2**63, 2**63 - 1), "U64": (0, 2**64 - 1)}
+
+
+def _conversion_types(ins) -> tuple[str, str]:
+    """(destination type, source type) of a conversion. Two type modifiers read destination then source
+    (I2F.F64.S32, F2I.S64.F64, I2FP.F32.U32); a single one names the integer side, or the float side
+    when it is a float type (I2F.U32: u32 -> f32; F2I.U32: f32 -> u32; I2F.F64: s32 -> f64)."""
+    mods = [m for m in ins.modifiers if m in _NP]
+    opc = ins.opcode
+    if len(mods) >= 2:
+        return mods[0], mods[1]
+    if opc in ("I2F", "I2FP"):
+        return (mods[0], "S32") if mods and mods[0] in _FLOATS else ("F32", mods[0] if mods else "S32")
+    if opc == "F2I":
+        return ("S32", mods[0]) if mods and mods[0] in _FLOATS else (mods[0] if mods else "S32", "F32")
+    if opc == "F2F":
+        return (mods[0], "F32") if mods else ("F32", "F32")
+    return (mods[0], "S32") if mods else ("S32", "S32")  # I2I
+
+
+def _round_int_to_float(v, ftype: str, mode: str):
+    """Integers v (int64/uint64 array) to float type `ftype` rounded by `mode` (RN nearest even,
+    RZ toward zero, RM down, RP up) [PTX ISA cvt]. numpy's cast rounds to nearest; a directed
+    mode steps the result one ulp where it went the wrong way (compared exactly as integers)."""
+    dt = _NP[ftype]
+    r = v.astype(dt)
+    if mode == "RN":
+        return r
+    big = float(2**63) if v.dtype == np.int64 else float(2**64)
+    rf = r.astype(np.float64)
+    exact = np.zeros(v.shape, bool)
+    inrange = np.abs(rf) < big
+    back = np.where(inrange, rf, 0).astype(v.dtype)
+    above = np.where(inrange, back > v, rf > 0)  # r > v
+    below = np.where(inrange, back < v, rf < 0)  # r < v
+    exact = ~above & ~below
+    up, down = np.nextafter(r, dt(np.inf)), np.nextafter(r, dt(-np.inf))
+    if mode == "RP":
+        return np.where(below, up, r)
+    if mode == "RM":
+        return np.where(above, down, r)
+    # RZ: toward zero
+    return np.where(exact, r, np.where((rf > 0) & above, down, np.where((rf < 0) & below, up, r)))
+
+
 @op("I2F", "F2I", "F2F", "I2FP", "I2I")
 def convert(ex):
-    mods = [m for m in ex.ins.modifiers if m in _NP]
+    """Conversions [PTX ISA cvt]: float to integer rounds (default to nearest even, .TRUNC/.FLOOR/.CEIL)
+    and saturates to the destination range, NaN giving 0; integer to float rounds by .RN/.RZ/.RM/.RP."""
+    dst_t, src_t = _conversion_types(ex.ins)
+    mods = ex.ins.modifiers
     opc = ex.ins.opcode
-    defaults = {"I2F": ("F32", "S32"), "I2FP": ("F32", "S32"), "F2I": ("S32", "F32"), "F2F": ("F32", "F32"),
-                "I2I": ("S32", "S32")}[opc]
-    if len(mods) >= 2:
-        dst_t, src_t = mods[0], mods[1]
-    elif len(mods) == 1:
-        dst_t, src_t = (defaults[0], mods[0]) if opc == "F2I" else (mods[0], defaults[1])
-    else:
-        dst_t, src_t = defaults
     v = _read_typed(ex, 0, src_t)
-    if opc == "F2I" or (opc == "F2F" and any(m in ex.ins.modifiers for m in ("TRUNC", "FLOOR", "CEIL", "RNI"))):
+    if dst_t in _INT_RANGE and src_t in _FLOATS:
         rnd = {"TRUNC": np.trunc, "FLOOR": np.floor, "CEIL": np.ceil}.get(
-            next((m for m in ex.ins.modifiers if m in ("TRUNC", "FLOOR", "CEIL")), ""), np.rint)
+            next((m for m in mods if m in ("TRUNC", "FLOOR", "CEIL")), ""), np.rint)
+        lo, hi = _INT_RANGE[dst_t]
+        with np.errstate(invalid="ignore"):
+            x = rnd(v.astype(np.float64))
+            nan = np.isnan(x)
+            # compare in float64 before casting: 2^63 and 2^64 are exact there
+            x = np.where(nan, 0.0, x)
+            low, high = x <= float(lo), x >= float(hi)
+            ints = np.where(low | high, 0.0, x).astype(np.int64 if lo < 0 else np.uint64)
+        ints = np.where(low, np.array(lo).astype(ints.dtype), ints)
+        v = np.where(high, np.array(hi).astype(ints.dtype), ints)
+        if dst_t in ("S64", "U64"):
+            ex.write64(0, v.astype(np.uint64) if v.dtype != np.uint64 else v)
+        else:
+            ex.write(0, (v.astype(np.int64).astype(np.uint64) & M32).astype(U32))
+        return
+    if dst_t in _FLOATS and src_t in _INT_RANGE:
+        mode = next((m for m in mods if m in ("RN", "RZ", "RM", "RP")), "RN")
+        wide = v.astype(np.int64 if src_t[0] == "S" else np.uint64)
+        _write_typed(ex, _round_int_to_float(wide, dst_t, mode), dst_t)
+        return
+    if opc == "F2F" and any(m in mods for m in ("TRUNC", "FLOOR", "CEIL", "RNI")):
+        rnd = {"TRUNC": np.trunc, "FLOOR": np.floor, "CEIL": np.ceil}.get(
+            next((m for m in mods if m in ("TRUNC", "FLOOR", "CEIL")), ""), np.rint)
         v = rnd(v)
     _write_typed(ex, v, dst_t)
 

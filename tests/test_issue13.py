@@ -61,3 +61,45 @@ def test_call_and_ret_parse_to_targets():
     assert ret.srcs[0].kind == "reg" and ret.srcs[0].reg == 6 and ret.srcs[1].kind == "label"
     assert any(d.kind == "pred" for i in p.instructions if i.opcode == "IMAD" and "HI" in i.modifiers
                for d in i.dsts)  # IMAD.HI.U32 R10, P1, ...: the carry-out predicate is a destination
+
+
+class _Emu:
+    arch_family = 90
+
+    def __init__(self):
+        from gpusim.emu.state import WarpState
+
+        self.state = WarpState(1, 16)
+        self.cbank0 = np.zeros(64, np.uint32)
+
+
+@pytest.mark.parametrize("fast", [False, True])
+@pytest.mark.parametrize("text", ["ISETP.GE.AND P0, P1, R0, R1, P0", "IADD3 R4, R7, R5, R4", "IADD3 R4, R4, R4, R4",
+                                  "IMAD R4, R7, R5, R4", "LEA R4, R7, R4, 0x2"])
+def test_sources_are_read_before_the_destination_is_written(text, fast):
+    """Every source holds its value from before the instruction, on the generic and the fast path."""
+    from gpusim.emu import fastint, ops
+    from gpusim.emu.state import Exec
+    from gpusim.isa.opcodes import load_opcode_table
+    from gpusim.isa.parser import _parse_instruction
+
+    ins = _parse_instruction(0, 0, text, {}, load_opcode_table("sm_90"), "sm_90")
+    emu = _Emu()
+    rng = np.random.default_rng(1)
+    emu.state.R[:16] = rng.integers(0, 2**32, (16, 32), dtype=np.uint64).astype(np.uint32)
+    emu.state.P[0] = rng.integers(0, 2, 32).astype(bool)
+    r = emu.state.R.astype(np.uint64)
+    p0 = emu.state.P[0].copy()
+    generic = ops.HANDLERS[ins.opcode]
+    run = fastint.MAKERS[ins.opcode](ins, generic, emu) if fast else generic
+    assert run is not None
+    run(Exec(emu, ins, np.array([0]), slice(0, 32), np.ones(32, bool), False, True))
+    m = np.uint64(0xFFFFFFFF)
+    if ins.opcode == "ISETP":
+        cond = r[0].astype(np.int64).astype(np.int32) >= r[1].astype(np.int64).astype(np.int32)
+        assert (emu.state.P[0] == (cond & p0)).all() and (emu.state.P[1] == (~cond & p0)).all()
+        return
+    a, b, c = (r[op.reg] if op.kind == "reg" else np.uint64(op.value) for op in ins.srcs[:3])
+    want = {"IADD3": lambda: (a + b + c) & m, "IMAD": lambda: (a * b + c) & m,
+            "LEA": lambda: ((a << c) + b) & m}[ins.opcode]()
+    assert (emu.state.R[4] == want.astype(np.uint32)).all()

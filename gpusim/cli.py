@@ -131,9 +131,11 @@ def trace(workload: str = typer.Argument(..., help="workload name or path of a s
           size: int = typer.Option(..., "--size", help="problem size n"),
           out: Path = typer.Option(..., "-o", "--out", help="trace file (.npz) or folder (accelsim)"),
           fmt: str = typer.Option("npz", "--format", help="npz (gpusim's format) or accelsim"),
-          as_json: bool = typer.Option(False, "--json", help="print machine-readable JSON")):
-    """Emulate the kernel and write its dynamic warp trace."""
-    from gpusim.emu.run import emulate as run_emulation
+          as_json: bool = typer.Option(False, "--json", help="print machine-readable JSON"),
+          check: bool = typer.Option(True, "--check/--no-check", help="compare the outputs with the numpy "
+                                                                      "reference first (default: on)")):
+    """Emulate the kernel, check its outputs and write its dynamic warp trace."""
+    from gpusim.emu.run import emulate as run_emulation, verify
     from gpusim.trace import DynamicTrace
     from gpusim.trace.accelsim import export_accelsim
     from gpusim.workloads import find_workload
@@ -144,15 +146,17 @@ def trace(workload: str = typer.Argument(..., help="workload name or path of a s
         raise GpusimError(f"--format must be npz or accelsim, not '{fmt}'")
     wl = find_workload(workload)
     _check_size(wl, size)
-    emu, _ = run_emulation(wl, arch, size)
+    emu, inputs = run_emulation(wl, arch, size)
+    report = verify(wl, emu, inputs, size) if check else None  # a wrong result: one line, no trace
     dyn = DynamicTrace.from_emulator(emu, workload=wl.name, size=size)
     path = dyn.save(out) if fmt == "npz" else export_accelsim(dyn, emu.program, out)
     result = {"workload": wl.name, "arch": arch, "size": size, "format": fmt, "path": str(path),
-              "warp_instructions": dyn.n_warp_instructions}
+              "warp_instructions": dyn.n_warp_instructions, "checked": check, "check": report}
     if as_json:
         _emit_json(result)
     else:
         console.print(f"wrote {fmt} trace {path}: {dyn.n_warp_instructions:,} warp-instructions")
+        console.print(_check_line(check, report))
 
 
 @app.command()
@@ -169,7 +173,9 @@ def run(workload: str = typer.Argument(..., help="workload name or path of a spe
         timeline_ctas: Optional[str] = typer.Option(None, "--timeline-ctas",
                                                     help="record a timeline for these CTAs (e.g. 0,1) for gpusim viz"),
         timeline_cycles: str = typer.Option("0:50000", "--timeline-cycles",
-                                            help="cycle window of the timeline, FIRST:LAST")):
+                                            help="cycle window of the timeline, FIRST:LAST"),
+        check: bool = typer.Option(True, "--check/--no-check", help="compare the emulated outputs with the "
+                                                                    "numpy reference before timing (default: on)")):
     """Simulate a workload on a GPU config and print where the cycles went."""
     from gpusim.errors import SpecError
     from gpusim.timing.driver import run_workload
@@ -183,7 +189,7 @@ def run(workload: str = typer.Argument(..., help="workload name or path of a spe
             raise SpecError("--timeline-ctas takes 'all' or ids like 0,1; --timeline-cycles takes FIRST:LAST") from None
         window = (lo, hi, ctas)
     result = run_workload(workload, gpu, size, mode=mode, overrides=_parse_sets(set_),
-                          honour_control_codes=honour_control_codes, window=window)
+                          honour_control_codes=honour_control_codes, window=window, check=check)
     if json_path:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(result.model_dump_json(indent=2))
@@ -356,6 +362,16 @@ def _print_result(r) -> None:
     for k, v in rows:
         table.add_row(k, v)
     console.print(table)
+    console.print(_check_line(r.checked, r.check))
+
+
+def _check_line(checked: bool, report: dict | None) -> str:
+    """The result's line on the output check."""
+    if not checked:
+        return "output check: skipped (--no-check)"
+    parts = [f"{name} {c['elements']:,}/{c['of']:,} elements" + (" exact" if c["tolerance"] == 0 else
+             f" rel. error {c['rel_error']:.2g}") for name, c in (report or {}).items()]
+    return "output check: passed against the numpy reference (" + ", ".join(parts) + ")"
 
 
 def _check_size(wl, size: int) -> None:

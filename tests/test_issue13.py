@@ -103,3 +103,58 @@ def test_sources_are_read_before_the_destination_is_written(text, fast):
     want = {"IADD3": lambda: (a + b + c) & m, "IMAD": lambda: (a * b + c) & m,
             "LEA": lambda: ((a << c) + b) & m}[ins.opcode]()
     assert (emu.state.R[4] == want.astype(np.uint32)).all()
+
+
+# ---- every run checks its outputs ------------------------------------------------------------------
+def _gpusim(*args):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "gpusim", *args], capture_output=True, text=True)
+
+
+def _wrong_spec(tmp_path):
+    """simpleMultiply with a reference that is off by 0.5 on row 5."""
+    from gpusim import TRACES_DIR
+
+    text = (TRACES_DIR / "workloads" / "simpleMultiply.yaml").read_text()
+    text = text.replace("source: ../kernels/seed003_aat.cu", f"source: {TRACES_DIR / 'kernels' / 'seed003_aat.cu'}")
+    assert 'c: "a @ a.T"' in text
+    path = tmp_path / "simpleMultiply.yaml"
+    path.write_text(text.replace('c: "a @ a.T"', 'c: "a @ a.T + 0.5 * (np.arange(n) == 5)[:, None]"'))
+    return path
+
+
+def test_run_and_trace_stop_on_a_wrong_reference(tmp_path):
+    spec = _wrong_spec(tmp_path)
+    for args in (["run", str(spec), "--gpu", "h100", "--size", "64"],
+                 ["trace", str(spec), "--arch", "sm_90", "--size", "64", "-o", str(tmp_path / "t.npz")]):
+        out = _gpusim(*args)
+        assert out.returncode != 0 and "Traceback" not in out.stderr, out.stderr
+        assert out.stderr.count("\n") == 1, out.stderr
+        assert "wrong result: c[5, 0] = " in out.stderr and "numpy reference" in out.stderr
+        assert "cycles" not in out.stdout
+    assert not (tmp_path / "t.npz").exists()
+    out = _gpusim("run", str(spec), "--gpu", "h100", "--size", "64", "--no-check", "--json", str(tmp_path / "r.json"))
+    assert out.returncode == 0 and "output check: skipped" in out.stdout
+    import json
+
+    assert json.loads((tmp_path / "r.json").read_text())["checked"] is False
+
+
+def test_partial_run_checks_what_its_ctas_wrote():
+    """Sampled mode emulates some CTAs: the check compares the elements their stores wrote, and a
+    wrong one among them is named."""
+    from gpusim.emu.run import emulate, verify
+    from gpusim.errors import WrongResultError
+    from gpusim.workloads import find_workload
+
+    wl = find_workload("simpleMultiply")
+    emu, inputs = emulate(wl, "sm_90", 128, ctas=[1, 6])
+    report = verify(wl, emu, inputs, 128)
+    assert report["c"]["elements"] == 2 * 32 * 32 and report["c"]["of"] == 128 * 128
+    c = emu.memory.read_buffer("c").view(np.float32).reshape(128, 128)
+    c[70, 40] += 1.0  # CTA 6 of the 4 x 4 grid is blockIdx (2, 1): rows 32..63, columns 64..95
+    c[40, 70] += 1.0
+    with pytest.raises(WrongResultError, match=r"c\[40, 70\]"):
+        verify(wl, emu, inputs, 128)

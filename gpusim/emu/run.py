@@ -41,19 +41,108 @@ def emulate(workload, arch: str, n: int, ctas: list[int] | None = None, record: 
     return emu, inputs
 
 
+STORE_OPCODES = ("STG", "ST", "RED", "REDG", "ATOM", "ATOMG")
+
+
 def check(workload, emu, inputs, n: int) -> dict:
-    """Relative Frobenius error of each output against the float64 numpy reference."""
+    """Compare each output with its numpy reference (computed in float64 from the logical inputs).
+
+    Float outputs pass when the relative Frobenius error is below the workload's tolerance; integer
+    outputs must be equal. When the emulator ran only some CTAs (sampled mode), only the elements
+    their global stores wrote are compared (the others were never computed); `elements` says how many
+    of the buffer's were. A failed output names its first wrong element: the first (in the logical
+    array's C order) whose error exceeds tolerance x the reference's root mean square (one exists
+    whenever the Frobenius test fails), or, for integers, the first that differs."""
     refs = workload.reference_outputs(inputs, n)
+    written = None if len(emu.ctas) == emu.launch.n_ctas else stored_words(emu)
     report = {}
     for arg in workload.args:
         if arg.name not in refs:
             continue
         shape = workload.buffer_shape(arg, n)
-        out = emu.memory.read_buffer(arg.name).view(DTYPES[arg.dtype]).reshape(shape, order=arg.order)
-        ref = refs[arg.name]
-        err = float(np.linalg.norm(out.astype(np.float64) - ref) / max(np.linalg.norm(ref), 1e-300))
+        raw = emu.memory.read_buffer(arg.name)
+        out = raw.view(DTYPES[arg.dtype]).reshape(shape, order=arg.order)
+        try:
+            ref = np.broadcast_to(np.asarray(refs[arg.name]), shape)
+        except ValueError:
+            raise SpecError(f"reference has shape {np.shape(refs[arg.name])}, the buffer {shape}",
+                            f"{workload.spec_path}: reference.{arg.name}") from None
+        if written is not None:  # sampled: the elements the emulated CTAs stored (any of their words)
+            words = written[arg.name]
+            per = raw.view(DTYPES[arg.dtype]).itemsize // 4 or 1
+            hit = words.reshape(-1, per).any(axis=1) if per > 1 else words
+            mask = hit.reshape(shape, order=arg.order)
+            index = np.flatnonzero(mask)  # logical C-order positions
+            out, ref = out.reshape(-1)[index] if arg.order == "C" else out[mask], ref[mask]
+        else:
+            index = None
+        report[arg.name] = _compare(out.reshape(-1), np.asarray(ref).reshape(-1), index, shape,
+                                    workload.default_tolerance(), np.issubdtype(DTYPES[arg.dtype], np.integer))
+    return report
+
+
+def _compare(out, ref, index, shape, tol: float, integer: bool) -> dict:
+    """One output's verdict (flat arrays; `index` maps their positions to logical C-order ones)."""
+    total = int(np.prod(shape))
+    entry = {"elements": int(out.size), "of": total}
+    if integer:
+        wrong = out != ref
+        entry.update(rel_error=float(np.count_nonzero(wrong)) / max(out.size, 1), tolerance=0.0,
+                     passed=not wrong.any())
+    else:
+        with np.errstate(all="ignore"):
+            diff = np.abs(out.astype(np.float64) - ref)
+            scale = float(np.sqrt(np.mean(np.square(ref)))) if ref.size else 0.0
+            err = float(np.sqrt(np.sum(np.square(diff))) / max(scale * np.sqrt(max(ref.size, 1)), 1e-300))
         if not np.isfinite(err):
             err = float("inf")
-        report[arg.name] = {"rel_error": err, "tolerance": workload.default_tolerance(),
-                            "passed": err < workload.default_tolerance()}
+        entry.update(rel_error=err, tolerance=tol, passed=err < tol)
+        wrong = ~(diff <= tol * scale) if not entry["passed"] else None
+    if not entry["passed"]:
+        k = int(np.argmax(wrong)) if wrong.any() else int(np.argmax(np.nan_to_num(diff, nan=np.inf)))
+        pos = int(index[k]) if index is not None else k
+        entry["first_wrong"] = {"index": [int(i) for i in np.unravel_index(pos, shape)],
+                                "value": out[k].item(), "reference": ref[k].item()}
+    return entry
+
+
+def stored_words(emu) -> dict[str, np.ndarray]:
+    """Per buffer, which of its 32-bit words the emulated global stores wrote (from the trace log's
+    addresses; lanes that did not execute are logged at address 0, outside every buffer)."""
+    from gpusim.errors import EmulationError
+
+    if not emu.record:
+        raise EmulationError("cannot check a partial run without its trace log (record=False)")
+    mem = emu.memory
+    masks = {b.name: np.zeros(b.nbytes // 4, bool) for b in mem.buffers}
+    opcodes = [ins.opcode for ins in emu.program.instructions]
+    for step, (addrs, nbytes) in emu.log.mem.items():
+        if opcodes[emu.log.pcs[step]] not in STORE_OPCODES:
+            continue
+        a = np.asarray(addrs, dtype=np.uint64).reshape(-1)
+        for b in mem.buffers:
+            inside = a[(a >= np.uint64(b.address)) & (a < np.uint64(b.address + b.nbytes))]
+            if inside.size:
+                first = ((inside - np.uint64(b.address)) >> np.uint64(2)).astype(np.int64)
+                for w in range(max(1, nbytes // 4)):
+                    masks[b.name][np.minimum(first + w, masks[b.name].size - 1)] = True
+    return masks
+
+
+def verify(workload, emu, inputs, n: int) -> dict:
+    """`check`, raising WrongResultError (one line: the buffer, its first wrong element and both
+    values) when an output is wrong; the report otherwise."""
+    from gpusim.errors import WrongResultError
+
+    report = check(workload, emu, inputs, n)
+    for name, c in report.items():
+        if not c["passed"]:
+            w = c["first_wrong"]
+            idx = ", ".join(str(i) for i in w["index"])
+            measure = (f"{c['rel_error']:.3g} of the elements differ" if c["tolerance"] == 0 else
+                       f"relative error {c['rel_error']:.3g} > tolerance {c['tolerance']:g}")
+            raise WrongResultError(
+                f"wrong result: {name}[{idx}] = {w['value']!r} but the numpy reference is {w['reference']!r} "
+                f"({measure}, {c['elements']} of {c['of']} elements checked); --no-check skips the check",
+                f"{workload.name} ({emu.program.kernel} on {emu.program.arch}, n={n})")
     return report

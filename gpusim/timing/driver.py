@@ -6,9 +6,11 @@ from gpusim.errors import SpecError
 
 
 def run_workload(workload: str, gpu: str, size: int, mode: str = "detailed", overrides: dict | None = None,
-                 honour_control_codes: bool | None = None, window=None):
+                 honour_control_codes: bool | None = None, window=None, check: bool = True):
+    """Emulate, check the outputs against the numpy reference (unless `check` is False: a wrong
+    result raises WrongResultError before anything is timed), simulate."""
     from gpusim.config import apply_overrides, load_gpu
-    from gpusim.emu.run import emulate
+    from gpusim.emu.run import emulate, verify
     from gpusim.workloads import find_workload
 
     if mode not in ("detailed", "sampled"):
@@ -20,8 +22,11 @@ def run_workload(workload: str, gpu: str, size: int, mode: str = "detailed", ove
     if size not in wl.sizes:
         raise SpecError(f"size {size} is not among the sizes workload {wl.name} supports: {wl.sizes}")
     ctas = sampled_ctas(wl, size, cfg) if mode == "sampled" else None
-    emu, _ = emulate(wl, cfg.arch, size, ctas=ctas)
-    return time_emulated(emu, wl, cfg, size, mode, honour_control_codes, window)
+    emu, inputs = emulate(wl, cfg.arch, size, ctas=ctas)
+    report = verify(wl, emu, inputs, size) if check else None
+    result = time_emulated(emu, wl, cfg, size, mode, honour_control_codes, window)
+    result.checked, result.check = check, report
+    return result
 
 
 def time_emulated(emu, wl, cfg, size: int, mode: str = "detailed", honour_control_codes: bool | None = None,

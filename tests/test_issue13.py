@@ -158,3 +158,28 @@ def test_partial_run_checks_what_its_ctas_wrote():
     c[40, 70] += 1.0
     with pytest.raises(WrongResultError, match=r"c\[40, 70\]"):
         verify(wl, emu, inputs, 128)
+
+
+# ---- undefined behaviour is loud ---------------------------------------------------------------------
+@pytest.mark.parametrize("name,n,match", [
+    ("k13_undef_reg", 64, r"read of register R7, never written by this lane: kernel k13_undef_reg, PC 0x0090 "
+                          r"`IADD3 R7, R7, 0x1, RZ`, warp 0, lane 0, CTA \(0, 0, 0\), thread \(0, 0, 0\)"),
+    ("k13_smem_overrun", 5, r"out-of-bounds shared access of 4 bytes .* at address 0x480: kernel k13_smem_overrun, "
+                            r"PC 0x0100 `LDS R9, \[R6\]`, warp 0, lane 28, "),
+    ("k13_misaligned", 3, r"misaligned global access of 8 bytes at address 0x7f0000000004: kernel k13_misaligned, "
+                          r"PC 0x0080 `LDG.E.64 R2, desc\[UR4\]\[R2.64\]`, warp 0, lane 0, "),
+])
+def test_undefined_behaviour_is_one_error_line(name, n, match):
+    from gpusim.errors import EmulationError
+
+    with pytest.raises(EmulationError, match=match) as info:
+        emulate_issue13(name, n)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("name,n", [("k13_smem_overrun", 1), ("k13_misaligned", 2)])
+def test_the_same_kernels_run_clean_in_bounds(name, n):
+    from gpusim.emu.run import verify
+
+    wl, emu, inputs = emulate_issue13(name, n)
+    assert verify(wl, emu, inputs, n)

@@ -53,8 +53,8 @@ def check(workload, emu, inputs, n: int) -> dict:
     of the buffer's were. A failed output names its first wrong element: the first (in the logical
     array's C order) whose error exceeds tolerance x the reference's root mean square (one exists
     whenever the Frobenius test fails), or, for integers, the first that differs."""
-    refs = workload.reference_outputs(inputs, n)
     written = None if len(emu.ctas) == emu.launch.n_ctas else stored_words(emu)
+    refs = workload.reference_outputs(inputs, n) if written is None else _deferred_references(workload, inputs, n)
     report = {}
     for arg in workload.args:
         if arg.name not in refs:
@@ -63,7 +63,8 @@ def check(workload, emu, inputs, n: int) -> dict:
         raw = emu.memory.read_buffer(arg.name)
         out = raw.view(DTYPES[arg.dtype]).reshape(shape, order=arg.order)
         try:
-            ref = np.broadcast_to(np.asarray(refs[arg.name]), shape)
+            ref = None if isinstance(refs[arg.name], _Product) and refs[arg.name].shape == shape else \
+                np.broadcast_to(np.asarray(refs[arg.name]), shape)
         except ValueError:
             raise SpecError(f"reference has shape {np.shape(refs[arg.name])}, the buffer {shape}",
                             f"{workload.spec_path}: reference.{arg.name}") from None
@@ -73,12 +74,105 @@ def check(workload, emu, inputs, n: int) -> dict:
             hit = words.reshape(-1, per).any(axis=1) if per > 1 else words
             mask = hit.reshape(shape, order=arg.order)
             index = np.flatnonzero(mask)  # logical C-order positions
-            out, ref = out.reshape(-1)[index] if arg.order == "C" else out[mask], ref[mask]
+            out = out[mask]
+            ref = _Product.values(refs[arg.name], mask) if isinstance(refs[arg.name], _Product) else ref[mask]
         else:
             index = None
         report[arg.name] = _compare(out.reshape(-1), np.asarray(ref).reshape(-1), index, shape,
                                     workload.default_tolerance(), np.issubdtype(DTYPES[arg.dtype], np.integer))
     return report
+
+
+# ---- references of a partial run: a matrix product is evaluated only where it is compared -----------
+class _Product:
+    """scale * (left @ right), left unevaluated: a partial run (sampled mode) compares a few thousand
+    elements of an n x n product, and computing all n^3 of it would cost more than the emulation.
+    Anything but a scalar factor, .T or .shape evaluates it in full (the plain numpy result)."""
+
+    __array_ufunc__ = None  # numpy scalars defer to __rmul__ instead of converting us
+
+    def __init__(self, left, right, scale=1.0):
+        self.left, self.right, self.scale = left, right, scale
+        self.shape = (left.shape[0], right.shape[1])
+
+    def __mul__(self, k):
+        if np.ndim(k) == 0:
+            return _Product(self.left, self.right, self.scale * k)
+        return np.asarray(self) * k
+
+    __rmul__ = __mul__
+
+    @property
+    def T(self):
+        return _Product(self.right.T, self.left.T, self.scale)
+
+    def __array__(self, dtype=None, copy=None):
+        v = self.scale * (self.left @ self.right)
+        return v if dtype is None else v.astype(dtype)
+
+    def __getattr__(self, name):
+        return getattr(np.asarray(self), name)
+
+    def values(self, mask: np.ndarray, rows_per_block: int = 128) -> np.ndarray:
+        """The product's elements where `mask` is True (C order): for each block of the rows that hold
+        some, left[rows] @ right[:, the columns those rows need] (written CTA tiles keep that small)."""
+        rows, cols = np.nonzero(mask)  # sorted by row
+        out = np.empty(len(rows), dtype=np.result_type(self.left, self.right, np.float64))
+        used = np.unique(rows)
+        for s in range(0, len(used), rows_per_block):
+            r = used[s:s + rows_per_block]
+            lo, hi = np.searchsorted(rows, [r[0], r[-1]], side="left")[0], np.searchsorted(rows, r[-1], side="right")
+            c = np.unique(cols[lo:hi])
+            block = self.left[r] @ self.right[:, c]
+            out[lo:hi] = block[np.searchsorted(r, rows[lo:hi]), np.searchsorted(c, cols[lo:hi])]
+        return self.scale * out
+
+
+class _Operand(np.ndarray):
+    """An input array whose `@` (2-D operands) returns a deferred _Product."""
+
+    def __matmul__(self, other):
+        a, b = self.view(np.ndarray), np.asarray(other).view(np.ndarray)
+        return _Product(a, b) if a.ndim == b.ndim == 2 else a @ b
+
+    def __rmatmul__(self, other):
+        return _Operand.__matmul__(np.asarray(other).view(_Operand), self)
+
+
+class _NumpyOptimisedEinsum:
+    """numpy, with einsum contracting through BLAS (optimize=True): a tiled-layout reference's
+    einsum is then as fast as a matrix product (it is evaluated in full)."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    @staticmethod
+    def einsum(*operands, **kwargs):
+        kwargs.setdefault("optimize", True)
+        return np.einsum(*[np.asarray(o).view(np.ndarray) if isinstance(o, np.ndarray) else o for o in operands],
+                         **kwargs)
+
+
+def _deferred_references(workload, inputs: dict, n: int) -> dict:
+    """workload.reference_outputs with matrix products deferred (see _Product)."""
+    from gpusim.workloads.spec import eval_expr
+
+    import re
+
+    env = {"np": _NumpyOptimisedEinsum(), **workload.size_env(n)}
+    named = set(re.findall(r"[A-Za-z_]\w*", " ".join(str(e) for e in workload.reference.values())))
+    for k, v in inputs.items():
+        if k not in named:  # e.g. the output buffers: not converted to float64 for nothing
+            continue
+        if isinstance(v, np.ndarray):
+            v = v.astype(np.float64) if v.dtype.kind == "f" else v
+            v = v.view(_Operand)
+        env[k] = v
+    refs = {}
+    for out, expr in workload.reference.items():
+        r = eval_expr(expr, env, f"{workload.name}: reference.{out}")
+        refs[out] = r if isinstance(r, _Product) else np.asarray(r).view(np.ndarray)
+    return refs
 
 
 def _compare(out, ref, index, shape, tol: float, integer: bool) -> dict:

@@ -63,7 +63,7 @@ def check(workload, emu, inputs, n: int) -> dict:
         raw = emu.memory.read_buffer(arg.name)
         out = raw.view(DTYPES[arg.dtype]).reshape(shape, order=arg.order)
         try:
-            ref = None if isinstance(refs[arg.name], _Product) and refs[arg.name].shape == shape else \
+            ref = None if isinstance(refs[arg.name], (_Product, _Einsum)) and refs[arg.name].shape == shape else \
                 np.broadcast_to(np.asarray(refs[arg.name]), shape)
         except ValueError:
             raise SpecError(f"reference has shape {np.shape(refs[arg.name])}, the buffer {shape}",
@@ -75,7 +75,7 @@ def check(workload, emu, inputs, n: int) -> dict:
             mask = hit.reshape(shape, order=arg.order)
             index = np.flatnonzero(mask)  # logical C-order positions
             out = out[mask]
-            ref = _Product.values(refs[arg.name], mask) if isinstance(refs[arg.name], _Product) else ref[mask]
+            ref = refs[arg.name].values(mask) if ref is None else ref[mask]
         else:
             index = None
         report[arg.name] = _compare(out.reshape(-1), np.asarray(ref).reshape(-1), index, shape,
@@ -84,7 +84,24 @@ def check(workload, emu, inputs, n: int) -> dict:
 
 
 # ---- references of a partial run: a matrix product is evaluated only where it is compared -----------
-class _Product:
+class _Deferred:
+    """Arithmetic other than a scalar factor evaluates a deferred reference in full (plain numpy)."""
+
+    __array_ufunc__ = None  # numpy scalars and arrays defer to our reflected operators
+
+
+def _full(name):
+    def op(self, *args):
+        return getattr(np.asarray(self), name)(*args)
+    return op
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__truediv__", "__rtruediv__", "__neg__",
+              "__pow__", "__matmul__", "__rmatmul__", "__getitem__", "__lt__", "__gt__", "__eq__", "__ne__"):
+    setattr(_Deferred, _name, _full(_name))
+
+
+class _Product(_Deferred):
     """scale * (left @ right), left unevaluated: a partial run (sampled mode) compares a few thousand
     elements of an n x n product, and computing all n^3 of it would cost more than the emulation.
     Anything but a scalar factor, .T or .shape evaluates it in full (the plain numpy result)."""
@@ -111,6 +128,8 @@ class _Product:
         return v if dtype is None else v.astype(dtype)
 
     def __getattr__(self, name):
+        if name.startswith("__"):  # numpy's protocol probes (__array_interface__, ...)
+            raise AttributeError(name)
         return getattr(np.asarray(self), name)
 
     def values(self, mask: np.ndarray, rows_per_block: int = 128) -> np.ndarray:
@@ -139,18 +158,74 @@ class _Operand(np.ndarray):
         return _Operand.__matmul__(np.asarray(other).view(_Operand), self)
 
 
+class _Einsum(_Deferred):
+    """np.einsum('xy,yz->xz'-style, two operands) left unevaluated, optionally reshaped (C order) and
+    scaled: a partial run's check evaluates only the compared elements (as _Product does)."""
+
+    __array_ufunc__ = None
+
+    def __init__(self, subscripts: str, x, y, shape=None, scale=1.0):
+        self.subscripts, self.x, self.y, self.scale = subscripts, x, y, scale
+        ins, self.out_letters = subscripts.replace(" ", "").split("->")
+        self.x_letters, self.y_letters = ins.split(",")
+        sizes = dict(zip(self.x_letters, x.shape)) | dict(zip(self.y_letters, y.shape))
+        self.out_shape = tuple(sizes[c] for c in self.out_letters)
+        self.shape = tuple(shape) if shape is not None else self.out_shape
+
+    def reshape(self, *shape):
+        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return _Einsum(self.subscripts, self.x, self.y, np.empty(self.out_shape, bool).reshape(shape).shape,
+                       self.scale)
+
+    def __mul__(self, k):
+        if np.ndim(k) == 0:
+            return _Einsum(self.subscripts, self.x, self.y, self.shape, self.scale * k)
+        return np.asarray(self) * k
+
+    __rmul__ = __mul__
+
+    def __array__(self, dtype=None, copy=None):
+        v = self.scale * np.einsum(self.subscripts, self.x, self.y, optimize=True).reshape(self.shape)
+        return v if dtype is None else v.astype(dtype)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):  # numpy's protocol probes (__array_interface__, ...)
+            raise AttributeError(name)
+        return getattr(np.asarray(self), name)
+
+    def _gather(self, operand, letters, idx):
+        """operand with its output letters indexed per element (first axis) and its summed letters kept."""
+        keep = [i for i, c in enumerate(letters) if c not in self.out_letters]
+        fixed = [i for i, c in enumerate(letters) if c in self.out_letters]
+        t = operand.transpose(fixed + keep)
+        return t[tuple(idx[self.out_letters.index(letters[i])] for i in fixed)], "".join(letters[i] for i in keep)
+
+    def values(self, mask: np.ndarray, chunk: int = 4096) -> np.ndarray:
+        flat = np.flatnonzero(mask)
+        out = np.empty(len(flat), dtype=np.result_type(self.x, self.y, np.float64))
+        for s in range(0, len(flat), chunk):
+            idx = np.unravel_index(flat[s:s + chunk], self.out_shape)
+            gx, kx = self._gather(self.x, self.x_letters, idx)
+            gy, ky = self._gather(self.y, self.y_letters, idx)
+            out[s:s + chunk] = np.einsum(f"Z{kx},Z{ky}->Z", gx, gy, optimize=True)
+        return self.scale * out
+
+
 class _NumpyOptimisedEinsum:
-    """numpy, with einsum contracting through BLAS (optimize=True): a tiled-layout reference's
-    einsum is then as fast as a matrix product (it is evaluated in full)."""
+    """numpy for a partial run's references: a two-operand einsum is deferred (_Einsum); others
+    contract through BLAS (optimize=True)."""
 
     def __getattr__(self, name):
         return getattr(np, name)
 
     @staticmethod
     def einsum(*operands, **kwargs):
+        ops = [np.asarray(o).view(np.ndarray) if isinstance(o, np.ndarray) else o for o in operands]
+        if (len(ops) == 3 and isinstance(ops[0], str) and "->" in ops[0] and "." not in ops[0] and not kwargs
+                and "Z" not in ops[0]):
+            return _Einsum(*ops)
         kwargs.setdefault("optimize", True)
-        return np.einsum(*[np.asarray(o).view(np.ndarray) if isinstance(o, np.ndarray) else o for o in operands],
-                         **kwargs)
+        return np.einsum(*ops, **kwargs)
 
 
 def _deferred_references(workload, inputs: dict, n: int) -> dict:
@@ -171,7 +246,7 @@ def _deferred_references(workload, inputs: dict, n: int) -> dict:
     refs = {}
     for out, expr in workload.reference.items():
         r = eval_expr(expr, env, f"{workload.name}: reference.{out}")
-        refs[out] = r if isinstance(r, _Product) else np.asarray(r).view(np.ndarray)
+        refs[out] = r if isinstance(r, (_Product, _Einsum)) else np.asarray(r).view(np.ndarray)
     return refs
 
 

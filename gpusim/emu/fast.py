@@ -34,6 +34,13 @@ def specialise(ins, generic, emu):
     return fast if isinstance(fast, tuple) else (fast, None)
 
 
+def _canonical_nan(result64: np.ndarray, out32: np.ndarray) -> None:
+    """NaN results are the canonical 0x7FFFFFFF (as ops.f32_result); one reduction finds that there
+    are none (a NaN or infinity anywhere makes the sum non-finite)."""
+    if not np.isfinite(np.add.reduce(result64)):
+        np.copyto(out32.view(np.uint32), np.uint32(0x7FFFFFFF), where=np.isnan(result64))
+
+
 def _plain_reg(op) -> bool:
     return op.kind == "reg" and op.width == 32 and not (op.negate or op.absolute or op.invert or op.suffix)
 
@@ -66,6 +73,7 @@ def _ffma(ins, generic, emu):
         np.add(t, c, out=t)
         forget(rd)
         np.copyto(d_all, t, casting="same_kind")
+        _canonical_nan(t, d_all)
 
     def some_lanes(sel: slice):
         p, q = st.scratch(sel.stop - sel.start)
@@ -76,6 +84,7 @@ def _ffma(ins, generic, emu):
         np.add(p, q, out=p)
         st.forget(rd)
         np.copyto(f32[rd, sel], p, casting="same_kind")
+        _canonical_nan(p, f32[rd, sel])
 
     def ffma(ex):
         if not whole_rows(ex):

@@ -237,8 +237,11 @@ def make_imad_wide(ins, generic, emu):
 def make_fmul(ins, generic, emu):
     """FMUL d, a, b on plain operands: the float32 product (as ops.fmul)."""
     def compute(v, out):
-        np.multiply(np.asarray(v[0]).view(np.float32), np.asarray(v[1]).view(np.float32),
-                    out=out.view(np.float32))
+        o = out.view(np.float32)
+        with np.errstate(all="ignore"):
+            np.multiply(np.asarray(v[0]).view(np.float32), np.asarray(v[1]).view(np.float32), out=o)
+            if not np.isfinite(np.add.reduce(o)):  # NaN results are canonical (ops.f32_result)
+                np.copyto(out, np.uint32(0x7FFFFFFF), where=np.isnan(o))
 
     return _make(ins, generic, emu, 2, compute)
 

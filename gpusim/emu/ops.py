@@ -72,16 +72,47 @@ def nop(ex):
 
 
 # ---- FP32 --------------------------------------------------------------------------------------
-def _f32_fused(a, b, c):
-    """Fused multiply-add rounded once to float32 (the product is exact in float64)."""
-    return (a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)).astype(np.float32)
+
+CANONICAL_NAN32 = np.uint32(0x7FFFFFFF)  # the NaN every FP32 arithmetic result that is NaN has (H100 golden)
+
+
+def f32_result(r64, mods=(), err=None) -> np.ndarray:
+    """A float64 result rounded to FP32 as the instruction's modifiers say, as uint32 bits: .RZ/.RM/.RP
+    directed rounding (the float64 value is exact for a product and for sums of close exponents; the
+    rounding is stepped one ulp where round-to-nearest went the wrong way), .SAT clamps to [0, 1]
+    with NaN giving +0, and any NaN result becomes the canonical 0x7FFFFFFF [difftest golden]."""
+    r64 = np.asarray(r64, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        r = r64.astype(np.float32)
+        mode = next((m for m in mods if m in ("RZ", "RM", "RP")), None)
+        if mode is not None:  # exact value = r64 + err (err: the float64 sum's rounding error, if any)
+            d = r.astype(np.float64) - r64
+            if err is not None:
+                d = d - err
+            above, below = d > 0, d < 0
+            up, down = np.nextafter(r, np.float32(np.inf)), np.nextafter(r, np.float32(-np.inf))
+            if mode == "RP":
+                r = np.where(below, up, r)
+            elif mode == "RM":
+                r = np.where(above, down, r)
+            else:
+                r = np.where(above & (r64 >= 0), down, np.where(below & (r64 <= 0), up, r))
+        if "SAT" in mods:
+            r = np.where(np.isnan(r), np.float32(0), np.clip(r, np.float32(0), np.float32(1)))
+    bits = np.asarray(r, dtype=np.float32).view(U32)
+    if "SAT" in mods:
+        return bits
+    nan = np.isnan(r64)
+    return np.where(nan, CANONICAL_NAN32, bits) if nan.any() else bits
 
 
 @op("FFMA", "FFMA32I")
 def ffma(ex):
     a, b = ex.f32(0), ex.f32(1)
     c = ex.f32(2) if ex.ins.opcode == "FFMA" else f32_from_dst(ex)
-    ex.write(0, _f32_fused(a, b, c))
+    with np.errstate(all="ignore"):
+        ex.write(0, f32_result(a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64),
+                               ex.ins.modifiers))
 
 
 def f32_from_dst(ex):
@@ -92,18 +123,34 @@ def f32_from_dst(ex):
 
 @op("FADD", "FADD32I")
 def fadd(ex):
-    ex.write(0, (ex.f32(0) + ex.f32(1)).astype(np.float32))
+    a, b = ex.f32(0).astype(np.float64), ex.f32(1).astype(np.float64)
+    with np.errstate(all="ignore"):
+        total = a + b
+        err = None
+        if any(m in ex.ins.modifiers for m in ("RZ", "RM", "RP")):  # TwoSum: a + b = total + err exactly
+            bv = total - a
+            err = np.where(np.isfinite(total), (a - (total - bv)) + (b - bv), 0.0)
+        ex.write(0, f32_result(total, ex.ins.modifiers, err))
 
 
 @op("FMUL", "FMUL32I")
 def fmul(ex):
-    ex.write(0, (ex.f32(0) * ex.f32(1)).astype(np.float32))
+    with np.errstate(all="ignore"):
+        ex.write(0, f32_result(ex.f32(0).astype(np.float64) * ex.f32(1).astype(np.float64), ex.ins.modifiers))
 
 
 @op("FMNMX")
 def fmnmx(ex):
+    """FMNMX d, a, b, Pmin: min (Pmin) or max; a NaN operand gives the other one, two NaNs the canonical
+    NaN, and -0 < +0 [difftest golden: fmaxf(+0, -0) = +0]."""
     a, b, p = ex.f32(0), ex.f32(1), ex.pred(2)
-    ex.write(0, np.where(p, np.fmin(a, b), np.fmax(a, b)).astype(np.float32))
+    ua, ub = a.view(U32), b.view(U32)
+    with np.errstate(invalid="ignore"):
+        both_zero = (a == 0) & (b == 0)
+        zero = np.where(p, ua | ub, ua & ub)  # min takes a sign bit, max needs both
+        r = np.where(p, np.fmin(a, b), np.fmax(a, b)).astype(np.float32).view(U32)
+    r = np.where(both_zero, zero, r)
+    ex.write(0, np.where(np.isnan(a) & np.isnan(b), CANONICAL_NAN32, r))
 
 
 @op("FSEL", "SEL", "USEL")
@@ -168,9 +215,30 @@ def fsetp(ex):
 
 @op("DSETP")
 def dsetp(ex):
-    cmp = next(m for m in ex.ins.modifiers if m in _FCMP)
+    mods = ex.ins.modifiers
+    if "MAX" in mods or "MIN" in mods:
+        return _dsetp_minmax(ex)
+    cmp = next(m for m in mods if m in _FCMP)
     with np.errstate(invalid="ignore"):
         _setp(ex, _FCMP[cmp](ex.f64(0), ex.f64(1)))
+
+
+def _dsetp_minmax(ex):
+    """DSETP.{MAX,MIN}.AND Pd, Pn, a, b, Pc: how nvcc lowers fmax/fmin of doubles (the result is then
+    SEL/FSEL a : b on Pd, and on Pn the quietened b). Pd: take a (a NaN b gives the other operand;
+    -0 < +0); Pn: both are NaN [difftest golden]."""
+    a, b = ex.f64(0), ex.f64(1)
+    na, nb = np.isnan(a), np.isnan(b)
+    neg_a = np.signbit(a)
+    with np.errstate(invalid="ignore"):
+        if "MAX" in ex.ins.modifiers:
+            take_a = (a > b) | (nb & ~na) | ((a == b) & ~neg_a)
+        else:
+            take_a = (a < b) | (nb & ~na) | ((a == b) & neg_a)
+    pc = np.array(ex.pred(2)) if ex.is_pred(2) else True
+    ex.write_pred(0, take_a & pc)
+    if len(ex.ins.dsts) > 1:
+        ex.write_pred(1, na & nb)
 
 
 @op("ISETP", "UISETP")
@@ -194,19 +262,83 @@ def isetp(ex):
 
 
 # ---- FP64 --------------------------------------------------------------------------------------
+def _two_sum(a, b):
+    """s, e with a + b = s + e exactly (Knuth's TwoSum; e = 0 where s is not finite)."""
+    s = a + b
+    bv = s - a
+    e = (a - (s - bv)) + (b - bv)
+    return s, np.where(np.isfinite(s), e, 0.0)
+
+
+def _two_product(a, b):
+    """p, e with a * b = p + e exactly (Dekker's split; e = 0 where p is not finite)."""
+    p = a * b
+    split = 134217729.0  # 2^27 + 1
+    ta, tb = split * a, split * b
+    ah, bh = ta - (ta - a), tb - (tb - b)
+    al, bl = a - ah, b - bh
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, np.where(np.isfinite(p) & np.isfinite(e), e, 0.0)
+
+
 @op("DFMA")
 def dfma(ex):
-    ex.write64(0, ex.f64(0) * ex.f64(1) + ex.f64(2))
+    """a * b + c rounded once: the exact product's two parts and the addend summed error-free, then
+    rounded (exact except where the last sum itself rounds twice)."""
+    a, b, c = ex.f64(0), ex.f64(1), ex.f64(2)
+    with np.errstate(all="ignore"):
+        plain = a * b + c
+        big = 2.0 ** 995  # Dekker's split overflows beyond: move a factor 2^64 to the other operand
+        a, b = np.where(np.abs(b) >= big, a * 2.0**64, a), np.where(np.abs(b) >= big, b * 2.0**-64, b)
+        a, b = np.where(np.abs(a) >= big, a * 2.0**-64, a), np.where(np.abs(a) >= big, b * 2.0**64, b)
+        p, pe = _two_product(a, b)
+        s, se = _two_sum(p, c)
+        t, te = _two_sum(se, pe)
+        fused, fe = _two_sum(s, t)  # exact value: fused + fe + te
+        # a tie (fe half an ulp of fused) broken by te: the exact value lies beyond it, or before it
+        half = np.abs(np.nextafter(fused, fused + 2 * fe) - fused) / 2
+        past = (fe != 0) & (np.abs(fe) == half) & (te != 0) & (np.sign(te) == np.sign(fe))
+        fused = np.where(past, np.nextafter(fused, fused + 2 * fe), fused)
+        fused = np.where(fused == 0, np.where(plain == 0, plain, 0.0), fused)  # the sign of an exact zero
+        ex.write64(0, _nan64(np.where(np.isfinite(plain) & np.isfinite(fused), fused, plain), ex.f64(0), ex.f64(1)))
+
+
+def _nan64(r, a, b):
+    """FP64 NaN results: a NaN operand propagates; where both are NaN, the second one (b, quietened)
+    [difftest golden: DADD R4, R10, R8 with both NaN gives R8's]."""
+    both = np.isnan(a) & np.isnan(b)
+    if not both.any():
+        return r
+    quiet = b.view(np.uint64) | np.uint64(0x0008000000000000)
+    return np.where(both, quiet.view(np.float64), r)
+
+
+def _directed64(s, err, mods):
+    """The float64 s (exact value s + err) stepped one ulp for .RZ/.RM/.RP."""
+    mode = next((m for m in mods if m in ("RZ", "RM", "RP")), None)
+    if mode is None:
+        return s
+    up, down = np.nextafter(s, np.inf), np.nextafter(s, -np.inf)
+    if mode == "RP":
+        return np.where(err > 0, up, s)
+    if mode == "RM":
+        return np.where(err < 0, down, s)
+    return np.where((err < 0) & (s > 0), down, np.where((err > 0) & (s < 0), up, s))
 
 
 @op("DADD")
 def dadd(ex):
-    ex.write64(0, ex.f64(0) + ex.f64(1))
+    with np.errstate(all="ignore"):
+        a, b = ex.f64(0), ex.f64(1)
+        s, e = _two_sum(a, b)
+        ex.write64(0, _nan64(_directed64(s, e, ex.ins.modifiers), a, b))
 
 
 @op("DMUL")
 def dmul(ex):
-    ex.write64(0, ex.f64(0) * ex.f64(1))
+    a, b = ex.f64(0), ex.f64(1)
+    with np.errstate(all="ignore"):
+        ex.write64(0, _nan64(a * b, a, b))
 
 
 # ---- integer -----------------------------------------------------------------------------------
@@ -674,10 +806,13 @@ def convert(ex):
             nan = np.isnan(x)
             # compare in float64 before casting: 2^63 and 2^64 are exact there
             x = np.where(nan, 0.0, x)
+            # NaN gives 0 from FP32 to a 32-bit integer, the sign-bit pattern otherwise [difftest golden]
+            nan_bits = 0 if (src_t == "F32" and dst_t in ("S32", "U32")) else 1 << (8 * _NP[dst_t]().itemsize - 1)
             low, high = x <= float(lo), x >= float(hi)
             ints = np.where(low | high, 0.0, x).astype(np.int64 if lo < 0 else np.uint64)
         ints = np.where(low, np.array(lo).astype(ints.dtype), ints)
         v = np.where(high, np.array(hi).astype(ints.dtype), ints)
+        v = np.where(nan, np.array(nan_bits).astype(v.dtype), v)
         if dst_t in ("S64", "U64"):
             ex.write64(0, v.astype(np.uint64) if v.dtype != np.uint64 else v)
         else:

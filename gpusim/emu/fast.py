@@ -54,6 +54,8 @@ def _ffma(ins, generic, emu):
         return None
     if not all(_plain_reg(op) for op in ins.srcs + ins.dsts) or ins.dsts[0].reg == RZ:
         return None
+    if ins.srcs[2].reg == RZ:  # the addend RZ is -0.0 (ops.ffma)
+        return None
     st = emu.state
     ra, rb, rc = (st.row(op.reg) for op in ins.srcs)
     rd = st.row(ins.dsts[0].reg)

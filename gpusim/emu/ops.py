@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpusim.emu.state import U32, pack64
+from gpusim.isa.program import RZ
 
 HANDLERS: dict[str, callable] = {}
 M32 = np.uint64(0xFFFFFFFF)
@@ -110,6 +111,8 @@ def f32_result(r64, mods=(), err=None) -> np.ndarray:
 def ffma(ex):
     a, b = ex.f32(0), ex.f32(1)
     c = ex.f32(2) if ex.ins.opcode == "FFMA" else f32_from_dst(ex)
+    if ex.ins.opcode == "FFMA" and ex.ins.srcs[2].kind == "reg" and ex.ins.srcs[2].reg == RZ:
+        c = -c  # RZ as the addend is -0.0, so that a * b + RZ keeps the sign of a zero product [golden]
     with np.errstate(all="ignore"):
         ex.write(0, f32_result(a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64),
                                ex.ins.modifiers))
@@ -652,6 +655,35 @@ def imnmx(ex):
     ex.write(0, np.where(p, np.minimum(a, b), np.maximum(a, b)))
 
 
+@op("FCHK")
+def fchk(ex):
+    """FCHK Pd, a, b: whether a / b must take the division slow path (nvcc then CALLs
+    __internal_*_cuda_sm3x_div_rn_*_slowpath). Modelled (not measured bit by bit): a or b denormal, or
+    both finite and nonzero with an exponent or their difference near the FP32 range's ends; zeros,
+    infinite operands take the slow path; zeros and NaNs stay on the fast path (the H100 gives 0/0
+    the fast path's canonical NaN)."""
+    a, b = ex.f32(0).astype(np.float64), ex.f32(1).astype(np.float64)
+    with np.errstate(all="ignore"):
+        ea, eb = np.frexp(a)[1], np.frexp(b)[1]
+        tiny = np.float64(np.finfo(np.float32).tiny)
+        finite = np.isfinite(a) & np.isfinite(b) & (a != 0) & (b != 0)  # zeros, infinities, NaNs: fast path
+        odd = ((a != 0) & (np.abs(a) < tiny)) | ((b != 0) & (np.abs(b) < tiny)) | np.isinf(a) | np.isinf(b)
+        odd |= finite & ((np.abs(ea) > 120) | (np.abs(eb) > 120) | (np.abs(ea - eb) > 120))
+    ex.write_pred(0, odd)
+
+
+@op("VIADDMNMX")
+def viaddmnmx(ex):
+    """VIADDMNMX d, a, b, c, Pmin: min (Pmin) or max of the 32-bit sum a + b and c, signed unless .U32
+    (as IMNMX on the sum)."""
+    total = ((_term(ex, 0) + _term(ex, 1)) & M32).astype(U32)
+    c = ex.u32(2)
+    if "U32" not in ex.ins.modifiers:
+        total, c = total.view(np.int32), c.view(np.int32)
+    p = ex.pred(3) if ex.is_pred(3) else True
+    ex.write(0, np.where(p, np.minimum(total, c), np.maximum(total, c)))
+
+
 @op("IABS")
 def iabs(ex):
     ex.write(0, np.abs(ex.s32(0).astype(np.int64)).astype(np.uint64) & M32)
@@ -833,6 +865,12 @@ def convert(ex):
 @op("MUFU")
 def mufu(ex):
     fn = next(m for m in ex.ins.modifiers)
+    if fn in ("RCP64H", "RSQ64H"):  # the operand is a double's high word; so is the result
+        x = (ex.u32(0).astype(np.uint64) << np.uint64(32)).view(np.float64)
+        with np.errstate(all="ignore"):
+            r = 1.0 / x if fn == "RCP64H" else 1.0 / np.sqrt(x)
+        ex.write(0, (np.asarray(r, np.float64).view(np.uint64) >> np.uint64(32)).astype(U32))
+        return
     x = ex.f32(0).astype(np.float64)
     with np.errstate(all="ignore"):
         r = {"RCP": lambda: 1.0 / x, "RSQ": lambda: 1.0 / np.sqrt(x), "SQRT": lambda: np.sqrt(x),

@@ -15,7 +15,8 @@ LISTING = GOLDEN / "difftest_sm_90.sass"
 BLOCK = 128
 
 
-def replay(kernel: str, a: np.ndarray, b: np.ndarray, c: np.ndarray, k: int = 8) -> np.ndarray:
+def replay(kernel: str, a: np.ndarray, b: np.ndarray, c: np.ndarray, k: int = 8, record: bool = False):
+    """O (uint64, N x k) of `kernel` run in the emulator; with record=True also the emulator."""
     program = parse_listing(LISTING, kernel)
     n = len(a)
     memory = GlobalMemory({"A": a, "B": b, "C": c, "O": np.zeros(n * k, np.uint64)})
@@ -24,5 +25,6 @@ def replay(kernel: str, a: np.ndarray, b: np.ndarray, c: np.ndarray, k: int = 8)
     for (offset, size), raw in zip(program.params, values):
         assert size == len(raw)
         params[offset - program.param_base:offset - program.param_base + size] = raw
-    emu = Emulator(program, Launch((n // BLOCK, 1, 1), (BLOCK, 1, 1)), bytes(params), memory, record=False).run()
-    return emu.memory.read_buffer("O").view(np.uint64).reshape(n, k)
+    emu = Emulator(program, Launch((n // BLOCK, 1, 1), (BLOCK, 1, 1)), bytes(params), memory, record=record).run()
+    out = emu.memory.read_buffer("O").view(np.uint64).reshape(n, k)
+    return (out, emu) if record else out

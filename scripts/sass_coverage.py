@@ -6,7 +6,9 @@ lane) in an emulation whose outputs the tests compare with the numpy reference: 
 at their smallest size on every architecture (tests/test_emulator.py runs them and checks them) and
 the issue-13 kernels under tests/data/issue13 (tests/test_issue13.py). Forms that only sit in a listing
 (the trailing `BRA` self-loop and NOP padding, paths no test input takes) are listed as not covered.
-"Golden" counts forms executed by hardware-golden replays (tests/difftest, when present).
+The sm_90 forms also include those of the difftest kernels (tests/difftest/golden/difftest_sm_90.sass);
+"golden" counts the forms executed by the difftest kernels whose outputs all equal the H100's bit for
+bit (tests/test_difftest.py), which also count as covered.
 
 The emulation here re-runs those cases and checks them itself (a failed check makes the case count
 for nothing and is reported). Usage:
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from collections import defaultdict
 from pathlib import Path
 
@@ -81,12 +84,22 @@ def cases():
         yield f"issue13/{wl.name}@{n}", "sm_90", program, run
 
 
-def golden_forms() -> dict[str, set[str]]:
-    """Forms executed by the hardware-golden replays, per arch (from their committed manifest)."""
-    manifest = GOLDEN / "forms.json"
-    if not manifest.exists():
-        return {}
-    return {arch: set(forms) for arch, forms in json.loads(manifest.read_text()).items()}
+def golden_forms() -> tuple[set[str], set[str]]:
+    """(forms in the difftest listing, forms executed by the difftest kernels whose every output
+    equals the H100's bit for bit when replayed) - sm_90 only."""
+    sys.path.insert(0, str(REPO_ROOT / "tests" / "difftest"))
+    from gen import KERNELS
+    from replay import LISTING, replay
+
+    golden = dict(np.load(GOLDEN / "difftest_sm_90.npz"))
+    listed, exact = set(), set()
+    for name in KERNELS:
+        program = parse_listing(LISTING, name)
+        listed |= {form(i) for i in program.instructions}
+        out, emu = replay(name, golden["A"], golden["B"], golden["C"], record=True)
+        if (out == golden[name]).all():
+            exact |= _executed_forms(program, emu)
+    return listed, exact
 
 
 def main() -> int:
@@ -94,6 +107,7 @@ def main() -> int:
     ap.add_argument("--json", type=Path, help="write the per-arch form lists here")
     ap.add_argument("--missing", action="store_true", help="list the forms not covered")
     args = ap.parse_args()
+    warnings.filterwarnings("ignore")  # numpy's overflow/invalid warnings on the edge inputs
 
     in_listings: dict[str, set[str]] = defaultdict(set)
     suite_forms: dict[str, set[str]] = defaultdict(set)
@@ -109,18 +123,22 @@ def main() -> int:
             covered[arch] |= executed
         else:
             failed.append(f"{arch} {label}")
-    golden = golden_forms()
+    golden_listed, golden_exact = golden_forms()
+    in_listings["sm_90"] |= golden_listed
+    covered["sm_90"] |= golden_exact
+    golden = {"sm_90": golden_exact}
 
-    print(f"{'arch':6} {'forms':>6} {'covered':>8} {'%':>6} {'suite forms':>12} {'covered':>8} {'golden':>7}")
+    print(f"{'arch':6} {'forms':>6} {'covered':>8} {'%':>6} {'suite forms':>12} {'covered':>8} {'golden':>7} "
+          f"{'suite golden':>12}")
     out = {}
     for arch in sorted(in_listings):
         total, cov = in_listings[arch], covered[arch] & in_listings[arch]
         suite, suite_cov = suite_forms[arch], covered[arch] & suite_forms[arch]
         gold = golden.get(arch, set()) & total
         print(f"{arch:6} {len(total):6d} {len(cov):8d} {100 * len(cov) / max(len(total), 1):6.1f} "
-              f"{len(suite):12d} {len(suite_cov):8d} {len(gold):7d}")
+              f"{len(suite):12d} {len(suite_cov):8d} {len(gold):7d} {len(gold & suite):12d}")
         out[arch] = {"forms": sorted(total), "covered": sorted(cov), "missing": sorted(total - cov),
-                     "golden": sorted(gold)}
+                     "golden": sorted(gold), "suite_not_golden": sorted(suite - gold)}
         if args.missing and total - cov:
             print("   not covered: " + ", ".join(sorted(total - cov)))
     if failed:

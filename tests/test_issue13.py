@@ -183,11 +183,12 @@ def test_partial_run_references_equal_the_full_ones(name):
 # ---- undefined behaviour is loud ---------------------------------------------------------------------
 @pytest.mark.parametrize("name,n,match", [
     ("k13_undef_reg", 64, r"read of register R7, never written by this lane: kernel k13_undef_reg, PC 0x0090 "
-                          r"`IADD3 R7, R7, 0x1, RZ`, warp 0, lane 0, CTA \(0, 0, 0\), thread \(0, 0, 0\)"),
+                          r"`IADD3 R7, R7, 0x1, RZ`, CTA \(0, 0, 0\), thread \(0, 0, 0\), warp 0, lane 0"),
     ("k13_smem_overrun", 5, r"out-of-bounds shared access of 4 bytes .* at address 0x480: kernel k13_smem_overrun, "
-                            r"PC 0x0100 `LDS R9, \[R6\]`, warp 0, lane 28, "),
+                            r"PC 0x0100 `LDS R9, \[R6\]`, CTA \(0, 0, 0\), thread \(28, 0, 0\), warp 0, lane 28"),
     ("k13_misaligned", 3, r"misaligned global access of 8 bytes at address 0x7f0000000004: kernel k13_misaligned, "
-                          r"PC 0x0080 `LDG.E.64 R2, desc\[UR4\]\[R2.64\]`, warp 0, lane 0, "),
+                          r"PC 0x0080 `LDG.E.64 R2, desc\[UR4\]\[R2.64\]`, CTA \(0, 0, 0\), thread \(0, 0, 0\), "
+                          r"warp 0, lane 0"),
 ])
 def test_undefined_behaviour_is_one_error_line(name, n, match):
     from gpusim.errors import EmulationError

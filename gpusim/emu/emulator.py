@@ -376,5 +376,5 @@ class Emulator:
         tid = int(self.lane_tid[w * 32 + lane % 32])
         bx, by, _ = self.launch.block
         return (f"{fault} at address {fault.address:#x}: kernel {self.program.kernel}, PC {ins.address:#06x} "
-                f"`{ins.text}`, warp {w}, lane {lane % 32}, CTA {self.launch.cta_coords(cta)}, thread ({tid % bx}, "
-                f"{(tid // bx) % by}, {tid // (bx * by)})")
+                f"`{ins.text}`, CTA {self.launch.cta_coords(cta)}, thread ({tid % bx}, {(tid // bx) % by}, "
+                f"{tid // (bx * by)}), warp {w}, lane {lane % 32}")

@@ -95,5 +95,5 @@ class RegisterSanitizer:
         bx, by, _ = emu.launch.block
         raise EmulationError(
             f"read of register R{row}, never written by this lane: kernel {emu.program.kernel}, PC {ins.address:#06x} "
-            f"`{ins.text}`, warp {w}, lane {lane}, CTA {emu.launch.cta_coords(cta)}, thread ({tid % bx}, "
-            f"{(tid // bx) % by}, {tid // (bx * by)})", "undefined behaviour")
+            f"`{ins.text}`, CTA {emu.launch.cta_coords(cta)}, thread ({tid % bx}, {(tid // bx) % by}, "
+            f"{tid // (bx * by)}), warp {w}, lane {lane}", "undefined behaviour")

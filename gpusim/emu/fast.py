@@ -34,10 +34,23 @@ def specialise(ins, generic, emu):
     return fast if isinstance(fast, tuple) else (fast, None)
 
 
+def _all_finite(row: np.ndarray) -> bool:
+    f = row.view(np.float32)
+    return bool(np.isfinite(f.max()) and np.isfinite(f.min()))
+
+
+def _nan_free(row: np.ndarray) -> bool:
+    return not np.isnan(row.view(np.float32).max())
+
+
+def _true(row) -> bool:
+    return True
+
+
 def _canonical_nan(result64: np.ndarray, out32: np.ndarray) -> None:
-    """NaN results are the canonical 0x7FFFFFFF (as ops.f32_result); one reduction finds that there
-    are none (a NaN or infinity anywhere makes the sum non-finite)."""
-    if not np.isfinite(np.add.reduce(result64)):
+    """NaN results are the canonical 0x7FFFFFFF (as ops.f32_result); one max (NaN propagates through
+    it, the cheapest reduction numpy has) finds that there are none."""
+    if np.isnan(result64.max()):
         np.copyto(out32.view(np.uint32), np.uint32(0x7FFFFFFF), where=np.isnan(result64))
 
 
@@ -65,8 +78,13 @@ def _ffma(ins, generic, emu):
 
     t, u = st.scratch(lanes)  # work arrays shared by all FFMAs
     widened, cached, forget = st.float64_row, st.cached_float64_row, st.forget
+    derived = st.derived
 
     def all_lanes():
+        # a * b + c is NaN only where an operand is: finite a and b and a NaN-free c (flags kept per
+        # row until it is written) spare the search for NaNs to canonicalise
+        clean = derived(ra, "finite", _all_finite) and derived(rb, "finite", _all_finite) and \
+            derived(rc, "nan_free", _nan_free)
         np.multiply(widened(ra), widened(rb), out=t)
         c = cached(rc)
         if c is None:
@@ -75,7 +93,10 @@ def _ffma(ins, generic, emu):
         np.add(t, c, out=t)
         forget(rd)
         np.copyto(d_all, t, casting="same_kind")
-        _canonical_nan(t, d_all)
+        if clean:
+            derived(rd, "nan_free", _true)
+        else:
+            _canonical_nan(t, d_all)
 
     def some_lanes(sel: slice):
         p, q = st.scratch(sel.stop - sel.start)

@@ -18,7 +18,6 @@ from gen import K, KERNELS  # noqa: E402
 from replay import GOLDEN, replay  # noqa: E402
 
 KNOWN = {
-    ("dt_fp64", 2): "DFMA: a product below the subnormal range rounded to a tie is off by one ulp (5 lanes)",
     ("dt_mufu", 0): "IEEE fa / fb: the slow path (0 / inf and others) and FCHK's exact rule are not modelled",
     ("dt_mufu", 2): "__fdividef: MUFU.RCP is the exactly rounded reciprocal, not the hardware approximation",
     ("dt_mufu", 3): "rsqrtf: MUFU.RSQ is exactly rounded, not the hardware approximation (1 ulp)",

@@ -303,7 +303,30 @@ def dfma(ex):
         past = (fe != 0) & (np.abs(fe) == half) & (te != 0) & (np.sign(te) == np.sign(fe))
         fused = np.where(past, np.nextafter(fused, fused + 2 * fe), fused)
         fused = np.where(fused == 0, np.where(plain == 0, plain, 0.0), fused)  # the sign of an exact zero
+        tiny = np.isfinite(fused) & (fused != 0) & (np.abs(fused) < 2.0**-960)
+        if tiny.any():  # near the subnormal range: redo scaled by 2^600, then round once onto its grid
+            fused = np.where(tiny, _dfma_subnormal(a, b, c, fused), fused)
         ex.write64(0, _nan64(np.where(np.isfinite(plain) & np.isfinite(fused), fused, plain), ex.f64(0), ex.f64(1)))
+
+
+def _dfma_subnormal(a, b, c, fused):
+    """a * b + c rounded once where the result is tiny: the exact sum scaled by k = 2^600 is r + rest
+    (r normal, rest its error); r / k rounds onto the subnormal grid, and where r alone sits on a tie
+    of that grid the sign of rest decides it (round half to even only when rest is 0)."""
+    k = 2.0**600
+    small_a = np.abs(a) <= np.abs(b)
+    a2, b2 = np.where(small_a, a * k, a), np.where(small_a, b, b * k)
+    p, pe = _two_product(a2, b2)
+    s, se = _two_sum(p, c * k)
+    t, te = _two_sum(se, pe)
+    r, fe = _two_sum(s, t)
+    rest = fe + te
+    down = r / k
+    diff = r - down * k  # exact: both are close multiples of the grid
+    tie = np.abs(diff) == 2.0**-1074 * k / 2
+    other = (down * k + 2 * diff) / k
+    out = np.where(tie & (rest != 0) & (np.sign(rest) == np.sign(diff)), other, down)
+    return np.where(np.isfinite(out) & np.isfinite(r), out, fused)
 
 
 def _nan64(r, a, b):

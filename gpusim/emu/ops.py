@@ -681,16 +681,14 @@ def imnmx(ex):
 @op("FCHK")
 def fchk(ex):
     """FCHK Pd, a, b: whether a / b must take the division slow path (nvcc then CALLs
-    __internal_*_cuda_sm3x_div_rn_*_slowpath). Modelled (not measured bit by bit): a or b denormal, or
-    both finite and nonzero with an exponent or their difference near the FP32 range's ends; zeros,
-    infinite operands take the slow path; zeros and NaNs stay on the fast path (the H100 gives 0/0
-    the fast path's canonical NaN)."""
+    __internal_*_cuda_sm3x_div_rn_*_slowpath). Modelled (not measured bit by bit): a or b zero,
+    infinite, NaN or denormal, or an exponent or their difference near the FP32 range's ends."""
     a, b = ex.f32(0).astype(np.float64), ex.f32(1).astype(np.float64)
     with np.errstate(all="ignore"):
         ea, eb = np.frexp(a)[1], np.frexp(b)[1]
         tiny = np.float64(np.finfo(np.float32).tiny)
-        finite = np.isfinite(a) & np.isfinite(b) & (a != 0) & (b != 0)  # zeros, infinities, NaNs: fast path
-        odd = ((a != 0) & (np.abs(a) < tiny)) | ((b != 0) & (np.abs(b) < tiny)) | np.isinf(a) | np.isinf(b)
+        finite = np.isfinite(a) & np.isfinite(b) & (a != 0) & (b != 0)
+        odd = ~finite | (np.abs(a) < tiny) | (np.abs(b) < tiny)  # zeros, infinities, NaNs, denormals
         odd |= finite & ((np.abs(ea) > 120) | (np.abs(eb) > 120) | (np.abs(ea - eb) > 120))
     ex.write_pred(0, odd)
 
@@ -899,7 +897,7 @@ def mufu(ex):
         r = {"RCP": lambda: 1.0 / x, "RSQ": lambda: 1.0 / np.sqrt(x), "SQRT": lambda: np.sqrt(x),
              "EX2": lambda: np.exp2(x), "LG2": lambda: np.log2(x), "SIN": lambda: np.sin(x),
              "COS": lambda: np.cos(x), "RCP64H": lambda: x, "RSQ64H": lambda: x}[fn]()
-    ex.write(0, r.astype(np.float32))
+    ex.write(0, f32_result(r))  # NaN results canonical, as FP32 arithmetic
 
 
 # ---- memory --------------------------------------------------------------------------------------

@@ -18,13 +18,12 @@ from gen import K, KERNELS  # noqa: E402
 from replay import GOLDEN, replay  # noqa: E402
 
 KNOWN = {
-    ("dt_mufu", 0): "IEEE fa / fb: x / inf through the division slow path gives NaN instead of 0 (55 lanes); "
-                    "FCHK's exact rule is modelled, not measured",
+    ("dt_mufu", 0): "IEEE fa / fb: 1 / 4294967040 and 4 more lanes are one ulp low: the fast path refines an "
+                    "exactly rounded MUFU.RCP, not the hardware's approximation (FCHK's rule is modelled too)",
     ("dt_mufu", 2): "__fdividef: MUFU.RCP is the exactly rounded reciprocal, not the hardware approximation",
     ("dt_mufu", 3): "rsqrtf: MUFU.RSQ is exactly rounded, not the hardware approximation (1 ulp, 384 lanes)",
     ("dt_mufu", 4): "__expf: MUFU.EX2 is exactly rounded, not the hardware approximation (1 ulp)",
     ("dt_mufu", 5): "__sinf: MUFU.SIN's argument scaling and approximation are not modelled",
-    ("dt_mufu", 6): "double division: MUFU.RCP64H's approximation leaves 2 lanes off",
 }
 
 CASES = [pytest.param(name, k, id=f"{name}[{k}] {KERNELS[name][k]}",

@@ -35,6 +35,9 @@ def bra(ex):
     if target is None:
         raise NotImplementedError(f"branch target {ex.ins.srcs[-1].text}")
     taken = _taken(ex)
+    cond = next((i for i, s in enumerate(ex.ins.srcs) if s.kind == "pred"), None)
+    if cond is not None:  # `@!P1 BRA !P2, target`: taken where the guard and the predicate operand hold
+        taken = taken & ex.pred(cond).reshape(-1, 32)
     mask = emu.mask[ex.wids]
     all_taken = (taken == mask).all(axis=1)
     none_taken = ~taken.any(axis=1)

@@ -149,9 +149,11 @@ def trace(workload: str = typer.Argument(..., help="workload name or path of a s
           out: Path = typer.Option(..., "-o", "--out", help="trace file (.npz) or folder (accelsim)"),
           fmt: str = typer.Option("npz", "--format", help="npz (gpusim's format) or accelsim"),
           as_json: bool = typer.Option(False, "--json", help="print machine-readable JSON"),
-          cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP)):
-    """Emulate the kernel and write its dynamic warp trace."""
-    from gpusim.emu.run import emulate as run_emulation
+          cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
+          check: bool = typer.Option(True, "--check/--no-check", help="compare the outputs with the numpy "
+                                                                      "reference first (default: on)")):
+    """Emulate the kernel, check its outputs and write its dynamic warp trace."""
+    from gpusim.emu.run import emulate as run_emulation, verify
     from gpusim.toolchain.workspace import set_cache_dir
     from gpusim.trace import DynamicTrace
     from gpusim.trace.accelsim import export_accelsim
@@ -165,15 +167,17 @@ def trace(workload: str = typer.Argument(..., help="workload name or path of a s
         raise GpusimError(f"--format must be npz or accelsim, not '{fmt}'")
     wl = find_workload(workload)
     _check_size(wl, size)
-    emu, _ = run_emulation(wl, arch, size)
+    emu, inputs = run_emulation(wl, arch, size)
+    report = verify(wl, emu, inputs, size) if check else None  # a wrong result: one line, no trace
     dyn = DynamicTrace.from_emulator(emu, workload=wl.name, size=size)
     path = dyn.save(out) if fmt == "npz" else export_accelsim(dyn, emu.program, out)
     result = {"workload": wl.name, "arch": arch, "size": size, "format": fmt, "path": str(path),
-              "warp_instructions": dyn.n_warp_instructions}
+              "warp_instructions": dyn.n_warp_instructions, "checked": check, "check": report}
     if as_json:
         _emit_json(result)
     else:
         console.print(f"wrote {fmt} trace {path}: {dyn.n_warp_instructions:,} warp-instructions")
+        console.print(_check_line(check, report))
 
 
 @app.command()
@@ -196,7 +200,9 @@ def run(workload: Optional[str] = typer.Argument(None, help="workload name or pa
         ncu: Optional[Path] = typer.Option(None, "--ncu", help="Nsight Compute raw CSV (ncu --csv --page raw) of "
                                                                "this kernel: show its counters beside the simulated"),
         trace_path: Optional[Path] = typer.Option(None, "--trace", help="simulate this saved trace instead: a "
-                                                  "gpusim .npz or an Accel-Sim trace directory")):
+                                                  "gpusim .npz or an Accel-Sim trace directory"),
+        check: bool = typer.Option(True, "--check/--no-check", help="compare the emulated outputs with the "
+                                                                    "numpy reference before timing (default: on)")):
     """Simulate a workload on a GPU config and print where the cycles went."""
     from gpusim.errors import SpecError
     from gpusim.timing.driver import run_trace, run_workload
@@ -231,7 +237,7 @@ def run(workload: Optional[str] = typer.Argument(None, help="workload name or pa
             _check_size(wl, size)
             measured = ncu_baseline(ncu, wl, size)
         result = run_workload(workload, gpu, size, mode=mode, overrides=_parse_sets(set_),
-                              honour_control_codes=honour_control_codes, window=window)
+                              honour_control_codes=honour_control_codes, window=window, check=check)
     if json_path:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         if measured is None:
@@ -427,6 +433,7 @@ def _print_result(r) -> None:
     for k, v in rows:
         table.add_row(k, v)
     print_table(console, table)
+    console.print(_check_line(r.checked, r.check))
 
 
 def _print_measured(r, measured: dict) -> None:
@@ -456,6 +463,15 @@ def _print_measured(r, measured: dict) -> None:
     console.print(f"stall distance (half the L1 distance of the stall fractions) {dist}; top stall simulated "
                   f"{t['simulated']}, measured {t['measured']}. Nsight Compute flushes caches before the profiled "
                   "launch: compare with a cold-L2 run (memory.l2.initial=cold).")
+
+
+def _check_line(checked: bool, report: dict | None) -> str:
+    """The result's line on the output check."""
+    if not checked:
+        return "output check: none (--no-check, or a saved trace: no outputs to compare)"
+    parts = [f"{name} {c['elements']:,}/{c['of']:,} elements" + (" exact" if c["tolerance"] == 0 else
+             f" rel. error {c['rel_error']:.2g}") for name, c in (report or {}).items()]
+    return "output check: passed against the numpy reference (" + ", ".join(parts) + ")"
 
 
 def _check_size(wl, size: int) -> None:

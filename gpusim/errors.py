@@ -27,6 +27,10 @@ class EmulationError(GpusimError):
     """A fault during functional emulation (bad address, deadlock, step limit)."""
 
 
+class WrongResultError(GpusimError):
+    """The emulated kernel's outputs differ from the workload's numpy reference."""
+
+
 class TraceFormatError(GpusimError):
     """A trace file with the wrong version, truncated, or of another program."""
 

@@ -91,6 +91,7 @@ def test_a_batch_stops_where_lagging_warps_catch_up(arch):
         launch, params, memory, _ = build_launch(wl, program, 128)
         emu = Emulator(program, launch, params, memory, record=True)
         emu.pc[1::2] = 3
+        emu.sanitizer.done_rows[:] = [True] * len(emu.sanitizer.done_rows)  # they skip writes: not UB here
         runs.append(_one_step_at_a_time(emu) if one_step else emu.run())
     _same_run(*runs)
     assert [len(w) for w in runs[0].log.warps[:5]] == [4, 4, 4, 8, 8]

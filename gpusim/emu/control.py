@@ -35,6 +35,9 @@ def bra(ex):
     if target is None:
         raise NotImplementedError(f"branch target {ex.ins.srcs[-1].text}")
     taken = _taken(ex)
+    cond = next((i for i, s in enumerate(ex.ins.srcs) if s.kind == "pred"), None)
+    if cond is not None:  # `@!P1 BRA !P2, target`: taken where the guard and the predicate operand hold
+        taken = taken & ex.pred(cond).reshape(-1, 32)
     mask = emu.mask[ex.wids]
     all_taken = (taken == mask).all(axis=1)
     none_taken = ~taken.any(axis=1)
@@ -48,7 +51,60 @@ def bra(ex):
     return True
 
 
-@control_op("EXIT", "RET")
+@control_op("CALL")
+def call(ex):
+    """CALL.REL[.NOINC] `(target) (Volta+): jump to the subroutine. The caller has written the return
+    address (the byte address after the CALL, relative to the kernel's start) to a register itself
+    (`MOV R6, 0x1b0`), which the subroutine's RET reads; lanes the guard leaves out fall through."""
+    label = ex.ins.srcs[-1] if ex.ins.srcs else None
+    if label is None or label.kind != "label" or label.value not in ex.emu.program.by_address:
+        raise NotImplementedError(f"call target {label.text if label else '(none)'}")
+    return _jump(ex, ex.emu.program.by_address[label.value])
+
+
+@control_op("RET")
+def ret(ex):
+    """RET.REL[.NODEC] Rn `(kernel) (Volta+): return to the byte address held in Rn (relative to the
+    kernel's start). Without a register operand (Kepler's RET) the lanes leave, as EXIT."""
+    reg = next((s for s in ex.ins.srcs if s.kind == "reg"), None)
+    if reg is None:
+        return exit_(ex)
+    emu = ex.emu
+    addrs = ex.st.R[ex.st.row(reg.reg)][ex.sel].reshape(-1, 32)
+    taken = _taken(ex)
+    targets = []
+    for k in range(len(ex.wids)):
+        lanes = np.unique(addrs[k][taken[k]])
+        if len(lanes) > 1:
+            raise NotImplementedError(f"RET to different addresses within warp {int(ex.wids[k])}: "
+                                      f"{', '.join(hex(int(a)) for a in lanes[:4])}")
+        addr = int(lanes[0]) if len(lanes) else None
+        if addr is not None and addr not in emu.program.by_address:
+            raise NotImplementedError(f"RET to address {addr:#x}, which holds no instruction")
+        targets.append(emu.program.by_address[addr] if addr is not None else ex.ins.index + 1)
+    return _jump(ex, np.array(targets))
+
+
+def _jump(ex, target):
+    """Taken lanes go to `target` (per warp or one index); the others wait on the warp's stack
+    (as a divergent BRA); a warp none of whose lanes is taken falls through."""
+    emu, pc = ex.emu, ex.ins.index
+    target = np.broadcast_to(np.asarray(target, dtype=np.int64), (len(ex.wids),))
+    taken = _taken(ex)
+    mask = emu.mask[ex.wids]
+    for k, w in enumerate(ex.wids):
+        w = int(w)
+        if not taken[k].any():
+            emu.pc[w] = pc + 1
+            continue
+        if not (taken[k] == mask[k]).all():
+            emu.stacks[w].append(("div", pc + 1, mask[k] & ~taken[k]))
+            emu.mask[w] = taken[k]
+        emu.pc[w] = int(target[k])
+    return True
+
+
+@control_op("EXIT")
 def exit_(ex):
     emu = ex.emu
     taken = _taken(ex)

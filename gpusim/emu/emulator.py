@@ -18,6 +18,7 @@ from gpusim.emu import ops
 from gpusim.emu.control import CONTROL_OPCODES
 from gpusim.emu.fast import specialise
 from gpusim.emu.memory import GlobalMemory, MemoryFault, SharedMemory
+from gpusim.emu.sanitize import RegisterSanitizer
 from gpusim.emu.state import Exec, WarpState
 from gpusim.errors import EmulationError
 from gpusim.isa.program import Program
@@ -167,6 +168,7 @@ class Emulator:
                           for (_, run), ins, uniform in zip(compiled, program.instructions, self.uniform)]
         self.control = [ins.opcode in CONTROL_OPCODES or (self.arch_family < 50 and "S" in ins.modifiers)
                         for ins in program.instructions]
+        self.sanitizer = RegisterSanitizer(self)  # reads of never-written registers raise
 
     # ---- launch state ------------------------------------------------------------------------
     # Constant bank 0 layout per architecture family: (block dims, grid dims, stack pointer) offsets.
@@ -362,7 +364,9 @@ class Emulator:
             if self.record:
                 self._record_step(pc, batch, batch.mask, False)
             self.warp_instructions += len(batch.wids)
+            self.sanitizer.before(pc, batch.sel, batch.mask, batch.wids)
             self.all_lanes[pc]()
+            self.sanitizer.after(pc, batch.sel, batch.mask)
             return False
         ins = self.program.instructions[pc]
         active, full = batch.mask, batch.full
@@ -377,6 +381,7 @@ class Emulator:
             self._record_step(pc, batch, active, uniform)
         self.warp_instructions += len(batch.wids)
         ex = Exec(self, ins, batch.wids, batch.sel, active, uniform, full)
+        self.sanitizer.before(pc, batch.sel, active, batch.wids)
         try:
             next_pc = self.handlers[pc](ex)
         except MemoryFault as fault:
@@ -385,6 +390,7 @@ class Emulator:
             raise
         except (NotImplementedError, IndexError, ValueError) as exc:
             raise EmulationError(f"{exc}", self._where(ins)) from None
+        self.sanitizer.after(pc, batch.sel, active)
         if next_pc is None and self.arch_family < 50 and "S" in ins.modifiers:  # Kepler `.S`: then sync
             from gpusim.emu.control import sync_lanes
 
@@ -483,4 +489,4 @@ class Emulator:
         bx, by, _ = self.launch.block
         return (f"{fault} at address {fault.address:#x}: kernel {self.program.kernel}, PC {ins.address:#06x} "
                 f"`{ins.text}`, CTA {self.launch.cta_coords(cta)}, thread ({tid % bx}, {(tid // bx) % by}, "
-                f"{tid // (bx * by)})")
+                f"{tid // (bx * by)}), warp {w}, lane {lane % 32}")

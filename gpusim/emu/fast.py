@@ -34,6 +34,26 @@ def specialise(ins, generic, emu):
     return fast if isinstance(fast, tuple) else (fast, None)
 
 
+def _all_finite(row: np.ndarray) -> bool:
+    f = row.view(np.float32)
+    return bool(np.isfinite(f.max()) and np.isfinite(f.min()))
+
+
+def _nan_free(row: np.ndarray) -> bool:
+    return not np.isnan(row.view(np.float32).max())
+
+
+def _true(row) -> bool:
+    return True
+
+
+def _canonical_nan(result64: np.ndarray, out32: np.ndarray) -> None:
+    """NaN results are the canonical 0x7FFFFFFF (as ops.f32_result); one max (NaN propagates through
+    it, the cheapest reduction numpy has) finds that there are none."""
+    if np.isnan(result64.max()):
+        np.copyto(out32.view(np.uint32), np.uint32(0x7FFFFFFF), where=np.isnan(result64))
+
+
 def _plain_reg(op) -> bool:
     return op.kind == "reg" and op.width == 32 and not (op.negate or op.absolute or op.invert or op.suffix)
 
@@ -47,6 +67,8 @@ def _ffma(ins, generic, emu):
         return None
     if not all(_plain_reg(op) for op in ins.srcs + ins.dsts) or ins.dsts[0].reg == RZ:
         return None
+    if ins.srcs[2].reg == RZ:  # the addend RZ is -0.0 (ops.ffma)
+        return None
     st = emu.state
     ra, rb, rc = (st.row(op.reg) for op in ins.srcs)
     rd = st.row(ins.dsts[0].reg)
@@ -56,8 +78,13 @@ def _ffma(ins, generic, emu):
 
     t, u = st.scratch(lanes)  # work arrays shared by all FFMAs
     widened, cached, forget = st.float64_row, st.cached_float64_row, st.forget
+    derived = st.derived
 
     def all_lanes():
+        # a * b + c is NaN only where an operand is: finite a and b and a NaN-free c (flags kept per
+        # row until it is written) spare the search for NaNs to canonicalise
+        clean = derived(ra, "finite", _all_finite) and derived(rb, "finite", _all_finite) and \
+            derived(rc, "nan_free", _nan_free)
         np.multiply(widened(ra), widened(rb), out=t)
         c = cached(rc)
         if c is None:
@@ -66,6 +93,10 @@ def _ffma(ins, generic, emu):
         np.add(t, c, out=t)
         forget(rd)
         np.copyto(d_all, t, casting="same_kind")
+        if clean:
+            derived(rd, "nan_free", _true)
+        else:
+            _canonical_nan(t, d_all)
 
     def some_lanes(sel: slice):
         p, q = st.scratch(sel.stop - sel.start)
@@ -76,6 +107,7 @@ def _ffma(ins, generic, emu):
         np.add(p, q, out=p)
         st.forget(rd)
         np.copyto(f32[rd, sel], p, casting="same_kind")
+        _canonical_nan(p, f32[rd, sel])
 
     def ffma(ex):
         if not whole_rows(ex):

@@ -46,9 +46,20 @@ def _operand(op, emu):
     return None
 
 
-def _operands(ops, emu):
+def _operands(ops, emu, dst_row: int | None = None):
+    """Readers of `ops`. A register reader returns a view of its row, so a source that is also the
+    destination (`IADD3 R19, R16, R7, R19`) would see a partly written result where the compute
+    writes into the destination before it reads that source: such a source is read as a copy
+    (the hardware reads every source before it writes)."""
     readers = [_operand(op, emu) for op in ops]
-    return None if any(r is None for r in readers) else readers
+    if any(r is None for r in readers):
+        return None
+    if dst_row is not None:
+        st = emu.state
+        for i, op in enumerate(ops):
+            if op.kind == "reg" and op.reg != RZ and st.row(op.reg) == dst_row:
+                readers[i] = (lambda row: lambda ex: st.R[row, ex.sel].copy())(dst_row)
+    return readers
 
 
 def _plain_dst(ins, emu, suffix=()) -> int | None:
@@ -67,7 +78,7 @@ def _make(ins, generic, emu, nsrc: int, compute, allowed_mods=((),)):
     if tuple(sorted(ins.modifiers)) not in allowed_mods or len(ins.srcs) != nsrc:
         return None
     d = _plain_dst(ins, emu)
-    readers = _operands(ins.srcs, emu)
+    readers = _operands(ins.srcs, emu, d)
     if d is None or readers is None:
         return None
     st = emu.state
@@ -226,8 +237,11 @@ def make_imad_wide(ins, generic, emu):
 def make_fmul(ins, generic, emu):
     """FMUL d, a, b on plain operands: the float32 product (as ops.fmul)."""
     def compute(v, out):
-        np.multiply(np.asarray(v[0]).view(np.float32), np.asarray(v[1]).view(np.float32),
-                    out=out.view(np.float32))
+        o = out.view(np.float32)
+        with np.errstate(all="ignore"):
+            np.multiply(np.asarray(v[0]).view(np.float32), np.asarray(v[1]).view(np.float32), out=o)
+            if np.isnan(o.max()):  # NaN results are canonical (ops.f32_result); max propagates NaN
+                np.copyto(out, np.uint32(0x7FFFFFFF), where=np.isnan(o))
 
     return _make(ins, generic, emu, 2, compute)
 
@@ -294,7 +308,7 @@ def make_isetp(ins, generic, emu):
             return generic(ex)
         a, b = (np.asarray(read(ex)) for read in readers)
         cond = compare(a.view(np.int32), b.view(np.int32)) if signed else compare(a, b)
-        pc = st.P[p.reg][ex.sel]
+        pc = st.P[p.reg][ex.sel].copy()  # read before Pd is written (Pd may be Pc)
         pc = ~pc if p.invert else pc
         _write_pred(st, ins.dsts[0], combine(cond, pc), ex.sel)
         if len(ins.dsts) > 1:

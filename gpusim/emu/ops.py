@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpusim.emu.state import U32, pack64
+from gpusim.isa.program import RZ
 
 HANDLERS: dict[str, callable] = {}
 M32 = np.uint64(0xFFFFFFFF)
@@ -72,16 +73,49 @@ def nop(ex):
 
 
 # ---- FP32 --------------------------------------------------------------------------------------
-def _f32_fused(a, b, c):
-    """Fused multiply-add rounded once to float32 (the product is exact in float64)."""
-    return (a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)).astype(np.float32)
+
+CANONICAL_NAN32 = np.uint32(0x7FFFFFFF)  # the NaN every FP32 arithmetic result that is NaN has (H100 golden)
+
+
+def f32_result(r64, mods=(), err=None) -> np.ndarray:
+    """A float64 result rounded to FP32 as the instruction's modifiers say, as uint32 bits: .RZ/.RM/.RP
+    directed rounding (the float64 value is exact for a product and for sums of close exponents; the
+    rounding is stepped one ulp where round-to-nearest went the wrong way), .SAT clamps to [0, 1]
+    with NaN giving +0, and any NaN result becomes the canonical 0x7FFFFFFF [difftest golden]."""
+    r64 = np.asarray(r64, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        r = r64.astype(np.float32)
+        mode = next((m for m in mods if m in ("RZ", "RM", "RP")), None)
+        if mode is not None:  # exact value = r64 + err (err: the float64 sum's rounding error, if any)
+            d = r.astype(np.float64) - r64
+            if err is not None:
+                d = d - err
+            above, below = d > 0, d < 0
+            up, down = np.nextafter(r, np.float32(np.inf)), np.nextafter(r, np.float32(-np.inf))
+            if mode == "RP":
+                r = np.where(below, up, r)
+            elif mode == "RM":
+                r = np.where(above, down, r)
+            else:
+                r = np.where(above & (r64 >= 0), down, np.where(below & (r64 <= 0), up, r))
+        if "SAT" in mods:
+            r = np.where(np.isnan(r), np.float32(0), np.clip(r, np.float32(0), np.float32(1)))
+    bits = np.asarray(r, dtype=np.float32).view(U32)
+    if "SAT" in mods:
+        return bits
+    nan = np.isnan(r64)
+    return np.where(nan, CANONICAL_NAN32, bits) if nan.any() else bits
 
 
 @op("FFMA", "FFMA32I")
 def ffma(ex):
     a, b = ex.f32(0), ex.f32(1)
     c = ex.f32(2) if ex.ins.opcode == "FFMA" else f32_from_dst(ex)
-    ex.write(0, _f32_fused(a, b, c))
+    if ex.ins.opcode == "FFMA" and ex.ins.srcs[2].kind == "reg" and ex.ins.srcs[2].reg == RZ:
+        c = -c  # RZ as the addend is -0.0, so that a * b + RZ keeps the sign of a zero product [golden]
+    with np.errstate(all="ignore"):
+        ex.write(0, f32_result(a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64),
+                               ex.ins.modifiers))
 
 
 def f32_from_dst(ex):
@@ -92,18 +126,34 @@ def f32_from_dst(ex):
 
 @op("FADD", "FADD32I")
 def fadd(ex):
-    ex.write(0, (ex.f32(0) + ex.f32(1)).astype(np.float32))
+    a, b = ex.f32(0).astype(np.float64), ex.f32(1).astype(np.float64)
+    with np.errstate(all="ignore"):
+        total = a + b
+        err = None
+        if any(m in ex.ins.modifiers for m in ("RZ", "RM", "RP")):  # TwoSum: a + b = total + err exactly
+            bv = total - a
+            err = np.where(np.isfinite(total), (a - (total - bv)) + (b - bv), 0.0)
+        ex.write(0, f32_result(total, ex.ins.modifiers, err))
 
 
 @op("FMUL", "FMUL32I")
 def fmul(ex):
-    ex.write(0, (ex.f32(0) * ex.f32(1)).astype(np.float32))
+    with np.errstate(all="ignore"):
+        ex.write(0, f32_result(ex.f32(0).astype(np.float64) * ex.f32(1).astype(np.float64), ex.ins.modifiers))
 
 
 @op("FMNMX")
 def fmnmx(ex):
+    """FMNMX d, a, b, Pmin: min (Pmin) or max; a NaN operand gives the other one, two NaNs the canonical
+    NaN, and -0 < +0 [difftest golden: fmaxf(+0, -0) = +0]."""
     a, b, p = ex.f32(0), ex.f32(1), ex.pred(2)
-    ex.write(0, np.where(p, np.fmin(a, b), np.fmax(a, b)).astype(np.float32))
+    ua, ub = a.view(U32), b.view(U32)
+    with np.errstate(invalid="ignore"):
+        both_zero = (a == 0) & (b == 0)
+        zero = np.where(p, ua | ub, ua & ub)  # min takes a sign bit, max needs both
+        r = np.where(p, np.fmin(a, b), np.fmax(a, b)).astype(np.float32).view(U32)
+    r = np.where(both_zero, zero, r)
+    ex.write(0, np.where(np.isnan(a) & np.isnan(b), CANONICAL_NAN32, r))
 
 
 @op("FSEL", "SEL", "USEL")
@@ -153,7 +203,7 @@ _BOOL = {"AND": np.logical_and, "OR": np.logical_or, "XOR": np.logical_xor}
 def _setp(ex, cond):
     """xSETP.cmp.bool Pd, Pd2, a, b, Pc: Pd = cond BOOL Pc, Pd2 = !cond BOOL Pc."""
     boolop = next((_BOOL[m] for m in ex.ins.modifiers if m in _BOOL), np.logical_and)
-    pc = ex.pred(2) if ex.is_pred(2) else True
+    pc = np.array(ex.pred(2)) if ex.is_pred(2) else True  # a copy: Pd may be Pc
     ex.write_pred(0, boolop(cond, pc))
     if len(ex.ins.dsts) > 1:
         ex.write_pred(1, boolop(~cond, pc))
@@ -168,9 +218,30 @@ def fsetp(ex):
 
 @op("DSETP")
 def dsetp(ex):
-    cmp = next(m for m in ex.ins.modifiers if m in _FCMP)
+    mods = ex.ins.modifiers
+    if "MAX" in mods or "MIN" in mods:
+        return _dsetp_minmax(ex)
+    cmp = next(m for m in mods if m in _FCMP)
     with np.errstate(invalid="ignore"):
         _setp(ex, _FCMP[cmp](ex.f64(0), ex.f64(1)))
+
+
+def _dsetp_minmax(ex):
+    """DSETP.{MAX,MIN}.AND Pd, Pn, a, b, Pc: how nvcc lowers fmax/fmin of doubles (the result is then
+    SEL/FSEL a : b on Pd, and on Pn the quietened b). Pd: take a (a NaN b gives the other operand;
+    -0 < +0); Pn: both are NaN [difftest golden]."""
+    a, b = ex.f64(0), ex.f64(1)
+    na, nb = np.isnan(a), np.isnan(b)
+    neg_a = np.signbit(a)
+    with np.errstate(invalid="ignore"):
+        if "MAX" in ex.ins.modifiers:
+            take_a = (a > b) | (nb & ~na) | ((a == b) & ~neg_a)
+        else:
+            take_a = (a < b) | (nb & ~na) | ((a == b) & neg_a)
+    pc = np.array(ex.pred(2)) if ex.is_pred(2) else True
+    ex.write_pred(0, take_a & pc)
+    if len(ex.ins.dsts) > 1:
+        ex.write_pred(1, na & nb)
 
 
 @op("ISETP", "UISETP")
@@ -194,19 +265,106 @@ def isetp(ex):
 
 
 # ---- FP64 --------------------------------------------------------------------------------------
+def _two_sum(a, b):
+    """s, e with a + b = s + e exactly (Knuth's TwoSum; e = 0 where s is not finite)."""
+    s = a + b
+    bv = s - a
+    e = (a - (s - bv)) + (b - bv)
+    return s, np.where(np.isfinite(s), e, 0.0)
+
+
+def _two_product(a, b):
+    """p, e with a * b = p + e exactly (Dekker's split; e = 0 where p is not finite)."""
+    p = a * b
+    split = 134217729.0  # 2^27 + 1
+    ta, tb = split * a, split * b
+    ah, bh = ta - (ta - a), tb - (tb - b)
+    al, bl = a - ah, b - bh
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, np.where(np.isfinite(p) & np.isfinite(e), e, 0.0)
+
+
 @op("DFMA")
 def dfma(ex):
-    ex.write64(0, ex.f64(0) * ex.f64(1) + ex.f64(2))
+    """a * b + c rounded once: the exact product's two parts and the addend summed error-free, then
+    rounded (exact except where the last sum itself rounds twice)."""
+    a, b, c = ex.f64(0), ex.f64(1), ex.f64(2)
+    with np.errstate(all="ignore"):
+        plain = a * b + c
+        big = 2.0 ** 995  # Dekker's split overflows beyond: move a factor 2^64 to the other operand
+        a, b = np.where(np.abs(b) >= big, a * 2.0**64, a), np.where(np.abs(b) >= big, b * 2.0**-64, b)
+        a, b = np.where(np.abs(a) >= big, a * 2.0**-64, a), np.where(np.abs(a) >= big, b * 2.0**64, b)
+        p, pe = _two_product(a, b)
+        s, se = _two_sum(p, c)
+        t, te = _two_sum(se, pe)
+        fused, fe = _two_sum(s, t)  # exact value: fused + fe + te
+        # a tie (fe half an ulp of fused) broken by te: the exact value lies beyond it, or before it
+        half = np.abs(np.nextafter(fused, fused + 2 * fe) - fused) / 2
+        past = (fe != 0) & (np.abs(fe) == half) & (te != 0) & (np.sign(te) == np.sign(fe))
+        fused = np.where(past, np.nextafter(fused, fused + 2 * fe), fused)
+        fused = np.where(fused == 0, np.where(plain == 0, plain, 0.0), fused)  # the sign of an exact zero
+        tiny = np.isfinite(fused) & (fused != 0) & (np.abs(fused) < 2.0**-960)
+        if tiny.any():  # near the subnormal range: redo scaled by 2^600, then round once onto its grid
+            fused = np.where(tiny, _dfma_subnormal(a, b, c, fused), fused)
+        ex.write64(0, _nan64(np.where(np.isfinite(plain) & np.isfinite(fused), fused, plain), ex.f64(0), ex.f64(1)))
+
+
+def _dfma_subnormal(a, b, c, fused):
+    """a * b + c rounded once where the result is tiny: the exact sum scaled by k = 2^600 is r + rest
+    (r normal, rest its error); r / k rounds onto the subnormal grid, and where r alone sits on a tie
+    of that grid the sign of rest decides it (round half to even only when rest is 0)."""
+    k = 2.0**600
+    small_a = np.abs(a) <= np.abs(b)
+    a2, b2 = np.where(small_a, a * k, a), np.where(small_a, b, b * k)
+    p, pe = _two_product(a2, b2)
+    s, se = _two_sum(p, c * k)
+    t, te = _two_sum(se, pe)
+    r, fe = _two_sum(s, t)
+    rest = fe + te
+    down = r / k
+    diff = r - down * k  # exact: both are close multiples of the grid
+    tie = np.abs(diff) == 2.0**-1074 * k / 2
+    other = (down * k + 2 * diff) / k
+    out = np.where(tie & (rest != 0) & (np.sign(rest) == np.sign(diff)), other, down)
+    return np.where(np.isfinite(out) & np.isfinite(r), out, fused)
+
+
+def _nan64(r, a, b):
+    """FP64 NaN results: a NaN operand propagates; where both are NaN, the second one (b, quietened)
+    [difftest golden: DADD R4, R10, R8 with both NaN gives R8's]."""
+    both = np.isnan(a) & np.isnan(b)
+    if not both.any():
+        return r
+    quiet = b.view(np.uint64) | np.uint64(0x0008000000000000)
+    return np.where(both, quiet.view(np.float64), r)
+
+
+def _directed64(s, err, mods):
+    """The float64 s (exact value s + err) stepped one ulp for .RZ/.RM/.RP."""
+    mode = next((m for m in mods if m in ("RZ", "RM", "RP")), None)
+    if mode is None:
+        return s
+    up, down = np.nextafter(s, np.inf), np.nextafter(s, -np.inf)
+    if mode == "RP":
+        return np.where(err > 0, up, s)
+    if mode == "RM":
+        return np.where(err < 0, down, s)
+    return np.where((err < 0) & (s > 0), down, np.where((err > 0) & (s < 0), up, s))
 
 
 @op("DADD")
 def dadd(ex):
-    ex.write64(0, ex.f64(0) + ex.f64(1))
+    with np.errstate(all="ignore"):
+        a, b = ex.f64(0), ex.f64(1)
+        s, e = _two_sum(a, b)
+        ex.write64(0, _nan64(_directed64(s, e, ex.ins.modifiers), a, b))
 
 
 @op("DMUL")
 def dmul(ex):
-    ex.write64(0, ex.f64(0) * ex.f64(1))
+    a, b = ex.f64(0), ex.f64(1)
+    with np.errstate(all="ignore"):
+        ex.write64(0, _nan64(a * b, a, b))
 
 
 # ---- integer -----------------------------------------------------------------------------------
@@ -324,18 +482,50 @@ def imad(ex):
     else:  # exact in int64 (|a*b| < 2^62); two's complement bits
         prod = (ex.s32(vals[0]).astype(np.int64) * ex.s32(vals[1]).astype(np.int64)).view(np.uint64)
     has_c = len(vals) >= 3
-    if "WIDE" in mods:
+    if "WIDE" in mods:  # d:d+1 = a*b + c:c+1 (+ carry-in for .X); a predicate destination gets bit 64
         c = ex.u64(vals[2]) if has_c else np.uint64(0)
-        ex.write64(0, prod + c)
+        total = prod + c
+        carry = total < prod
+        if "X" in mods:
+            total2 = total + _carry_in(ex)
+            carry = carry | (total2 < total)
+            total = total2
+        ex.write64(0, total)
+        if len(ex.ins.dsts) > 1 and ex.ins.dsts[1].kind in ("pred", "upred"):
+            ex.write_pred(1, carry)
         return
+    if "HI" in mods and ex.emu.arch_family >= 70:
+        return _imad_hi_pair(ex, prod, vals)
     c = _term(ex, vals[2]) if has_c else np.uint64(0)
-    if "HI" in mods:
+    if "HI" in mods:  # Kepler/Maxwell: the high word plus a 32-bit c
         total = ((prod >> np.uint64(32)) & M32) + c
     else:
         total = (prod & M32) + c
     if "X" in mods:
         total = total + _carry_in(ex)
     _write_with_cc(ex, total)
+
+
+def _imad_hi_pair(ex, prod, vals):
+    """Volta+ IMAD.HI d, [Pc,] a, b, c: the addend is the 64-bit register pair c:c+1, as in IMAD.WIDE,
+    and d is the high word of the 64-bit sum a*b + c64 (+ the carry-in for .X); a predicate
+    destination gets the carry out of that sum (bit 64). nvcc relies on it: unsigned division sets
+    c's low register to 0 and its high register to the running estimate (`IMAD.MOV.U32 R6, RZ, RZ, RZ;
+    IMAD.HI.U32 R7, R7, R5, R6` is hi(R7 * R5) + R7), and 64-bit products chain the carries."""
+    c = ex.u64(vals[2]) if len(vals) >= 3 else np.uint64(0)
+    op = ex.ins.srcs[vals[2]] if len(vals) >= 3 else None
+    if op is not None and op.kind != "reg":  # an immediate or constant addend: zero-extended (not seen)
+        c = ex.u32(vals[2]).astype(np.uint64)
+    total = prod + c  # modulo 2^64
+    carry = (total < prod).astype(np.uint64)
+    if "X" in ex.ins.modifiers:
+        cin = _carry_in(ex) << np.uint64(32)  # into the result word, as PTX madc.hi (unverified)
+        total2 = total + cin
+        carry = carry + (total2 < total)
+        total = total2
+    ex.write(0, ((total >> np.uint64(32)) & M32).astype(U32))
+    if len(ex.ins.dsts) > 1 and ex.ins.dsts[1].kind in ("pred", "upred"):
+        ex.write_pred(1, carry.astype(bool))
 
 
 @op("XMAD")
@@ -474,7 +664,7 @@ def psetp(ex):
     mods = [m for m in ex.ins.modifiers if m in _BOOL]
     first = _BOOL[mods[0]](ex.pred(0), ex.pred(1))
     second = _BOOL[mods[1]] if len(mods) > 1 else np.logical_and
-    pc = ex.pred(2) if ex.is_pred(2) else True
+    pc = np.array(ex.pred(2)) if ex.is_pred(2) else True  # a copy: Pd may be Pc
     ex.write_pred(0, second(first, pc))
     if len(ex.ins.dsts) > 1:
         ex.write_pred(1, second(~first, pc))
@@ -486,6 +676,33 @@ def imnmx(ex):
     a, b = (ex.u32(0), ex.u32(1)) if unsigned else (ex.s32(0), ex.s32(1))
     p = ex.pred(2) if ex.is_pred(2) else "MIN" in ex.ins.modifiers
     ex.write(0, np.where(p, np.minimum(a, b), np.maximum(a, b)))
+
+
+@op("FCHK")
+def fchk(ex):
+    """FCHK Pd, a, b: whether a / b must take the division slow path (nvcc then CALLs
+    __internal_*_cuda_sm3x_div_rn_*_slowpath). Modelled (not measured bit by bit): a or b zero,
+    infinite, NaN or denormal, or an exponent or their difference near the FP32 range's ends."""
+    a, b = ex.f32(0).astype(np.float64), ex.f32(1).astype(np.float64)
+    with np.errstate(all="ignore"):
+        ea, eb = np.frexp(a)[1], np.frexp(b)[1]
+        tiny = np.float64(np.finfo(np.float32).tiny)
+        finite = np.isfinite(a) & np.isfinite(b) & (a != 0) & (b != 0)
+        odd = ~finite | (np.abs(a) < tiny) | (np.abs(b) < tiny)  # zeros, infinities, NaNs, denormals
+        odd |= finite & ((np.abs(ea) > 120) | (np.abs(eb) > 120) | (np.abs(ea - eb) > 120))
+    ex.write_pred(0, odd)
+
+
+@op("VIADDMNMX")
+def viaddmnmx(ex):
+    """VIADDMNMX d, a, b, c, Pmin: min (Pmin) or max of the 32-bit sum a + b and c, signed unless .U32
+    (as IMNMX on the sum)."""
+    total = ((_term(ex, 0) + _term(ex, 1)) & M32).astype(U32)
+    c = ex.u32(2)
+    if "U32" not in ex.ins.modifiers:
+        total, c = total.view(np.int32), c.view(np.int32)
+    p = ex.pred(3) if ex.is_pred(3) else True
+    ex.write(0, np.where(p, np.minimum(total, c), np.maximum(total, c)))
 
 
 @op("IABS")
@@ -563,6 +780,8 @@ def _read_typed(ex, i, t):
         return ex.u64(i).view(_NP[t])
     if t == "F32":
         return ex.f32(i)
+    if t == "F16":  # the low half of the register
+        return (ex.u32(i) & np.uint32(0xFFFF)).astype(np.uint16).view(np.float16)
     return ex.u32(i).view(_NP[t]) if t in ("S32", "U32") else ex.u32(i).view(np.int32)
 
 
@@ -571,26 +790,95 @@ def _write_typed(ex, v, t):
         ex.write64(0, np.asarray(v).astype(_NP[t]).view(np.uint64))
     elif t == "F32":
         ex.write(0, np.asarray(v, dtype=np.float32))
+    elif t == "F16":
+        ex.write(0, np.asarray(v, dtype=np.float16).view(np.uint16).astype(U32))
     else:
         ex.write(0, np.asarray(v).astype(np.int64).astype(np.uint64) & M32)
 
 
+_FLOATS = ("F64", "F32", "F16")
+_INT_RANGE = {"S32": (-2**31, 2**31 - 1), "U32": (0, 2**32 - 1), "S64": (-2**63, 2**63 - 1), "U64": (0, 2**64 - 1)}
+
+
+def _conversion_types(ins) -> tuple[str, str]:
+    """(destination type, source type) of a conversion. Two type modifiers read destination then source
+    (I2F.F64.S32, F2I.S64.F64, I2FP.F32.U32); a single one names the integer side, or the float side
+    when it is a float type (I2F.U32: u32 -> f32; F2I.U32: f32 -> u32; I2F.F64: s32 -> f64)."""
+    mods = [m for m in ins.modifiers if m in _NP]
+    opc = ins.opcode
+    if len(mods) >= 2:
+        return mods[0], mods[1]
+    if opc in ("I2F", "I2FP"):
+        return (mods[0], "S32") if mods and mods[0] in _FLOATS else ("F32", mods[0] if mods else "S32")
+    if opc == "F2I":
+        return ("S32", mods[0]) if mods and mods[0] in _FLOATS else (mods[0] if mods else "S32", "F32")
+    if opc == "F2F":
+        return (mods[0], "F32") if mods else ("F32", "F32")
+    return (mods[0], "S32") if mods else ("S32", "S32")  # I2I
+
+
+def _round_int_to_float(v, ftype: str, mode: str):
+    """Integers v (int64/uint64 array) to float type `ftype` rounded by `mode` (RN nearest even,
+    RZ toward zero, RM down, RP up) [PTX ISA cvt]. numpy's cast rounds to nearest; a directed
+    mode steps the result one ulp where it went the wrong way (compared exactly as integers)."""
+    dt = _NP[ftype]
+    r = v.astype(dt)
+    if mode == "RN":
+        return r
+    big = float(2**63) if v.dtype == np.int64 else float(2**64)
+    rf = r.astype(np.float64)
+    exact = np.zeros(v.shape, bool)
+    inrange = np.abs(rf) < big
+    back = np.where(inrange, rf, 0).astype(v.dtype)
+    above = np.where(inrange, back > v, rf > 0)  # r > v
+    below = np.where(inrange, back < v, rf < 0)  # r < v
+    exact = ~above & ~below
+    up, down = np.nextafter(r, dt(np.inf)), np.nextafter(r, dt(-np.inf))
+    if mode == "RP":
+        return np.where(below, up, r)
+    if mode == "RM":
+        return np.where(above, down, r)
+    # RZ: toward zero
+    return np.where(exact, r, np.where((rf > 0) & above, down, np.where((rf < 0) & below, up, r)))
+
+
 @op("I2F", "F2I", "F2F", "I2FP", "I2I")
 def convert(ex):
-    mods = [m for m in ex.ins.modifiers if m in _NP]
+    """Conversions [PTX ISA cvt]: float to integer rounds (default to nearest even, .TRUNC/.FLOOR/.CEIL)
+    and saturates to the destination range, NaN giving 0; integer to float rounds by .RN/.RZ/.RM/.RP."""
+    dst_t, src_t = _conversion_types(ex.ins)
+    mods = ex.ins.modifiers
     opc = ex.ins.opcode
-    defaults = {"I2F": ("F32", "S32"), "I2FP": ("F32", "S32"), "F2I": ("S32", "F32"), "F2F": ("F32", "F32"),
-                "I2I": ("S32", "S32")}[opc]
-    if len(mods) >= 2:
-        dst_t, src_t = mods[0], mods[1]
-    elif len(mods) == 1:
-        dst_t, src_t = (defaults[0], mods[0]) if opc == "F2I" else (mods[0], defaults[1])
-    else:
-        dst_t, src_t = defaults
     v = _read_typed(ex, 0, src_t)
-    if opc == "F2I" or (opc == "F2F" and any(m in ex.ins.modifiers for m in ("TRUNC", "FLOOR", "CEIL", "RNI"))):
+    if dst_t in _INT_RANGE and src_t in _FLOATS:
         rnd = {"TRUNC": np.trunc, "FLOOR": np.floor, "CEIL": np.ceil}.get(
-            next((m for m in ex.ins.modifiers if m in ("TRUNC", "FLOOR", "CEIL")), ""), np.rint)
+            next((m for m in mods if m in ("TRUNC", "FLOOR", "CEIL")), ""), np.rint)
+        lo, hi = _INT_RANGE[dst_t]
+        with np.errstate(invalid="ignore"):
+            x = rnd(v.astype(np.float64))
+            nan = np.isnan(x)
+            # compare in float64 before casting: 2^63 and 2^64 are exact there
+            x = np.where(nan, 0.0, x)
+            # NaN gives 0 from FP32 to a 32-bit integer, the sign-bit pattern otherwise [difftest golden]
+            nan_bits = 0 if (src_t == "F32" and dst_t in ("S32", "U32")) else 1 << (8 * _NP[dst_t]().itemsize - 1)
+            low, high = x <= float(lo), x >= float(hi)
+            ints = np.where(low | high, 0.0, x).astype(np.int64 if lo < 0 else np.uint64)
+        ints = np.where(low, np.array(lo).astype(ints.dtype), ints)
+        v = np.where(high, np.array(hi).astype(ints.dtype), ints)
+        v = np.where(nan, np.array(nan_bits).astype(v.dtype), v)
+        if dst_t in ("S64", "U64"):
+            ex.write64(0, v.astype(np.uint64) if v.dtype != np.uint64 else v)
+        else:
+            ex.write(0, (v.astype(np.int64).astype(np.uint64) & M32).astype(U32))
+        return
+    if dst_t in _FLOATS and src_t in _INT_RANGE:
+        mode = next((m for m in mods if m in ("RN", "RZ", "RM", "RP")), "RN")
+        wide = v.astype(np.int64 if src_t[0] == "S" else np.uint64)
+        _write_typed(ex, _round_int_to_float(wide, dst_t, mode), dst_t)
+        return
+    if opc == "F2F" and any(m in mods for m in ("TRUNC", "FLOOR", "CEIL", "RNI")):
+        rnd = {"TRUNC": np.trunc, "FLOOR": np.floor, "CEIL": np.ceil}.get(
+            next((m for m in mods if m in ("TRUNC", "FLOOR", "CEIL")), ""), np.rint)
         v = rnd(v)
     _write_typed(ex, v, dst_t)
 
@@ -598,12 +886,18 @@ def convert(ex):
 @op("MUFU")
 def mufu(ex):
     fn = next(m for m in ex.ins.modifiers)
+    if fn in ("RCP64H", "RSQ64H"):  # the operand is a double's high word; so is the result
+        x = (ex.u32(0).astype(np.uint64) << np.uint64(32)).view(np.float64)
+        with np.errstate(all="ignore"):
+            r = 1.0 / x if fn == "RCP64H" else 1.0 / np.sqrt(x)
+        ex.write(0, (np.asarray(r, np.float64).view(np.uint64) >> np.uint64(32)).astype(U32))
+        return
     x = ex.f32(0).astype(np.float64)
     with np.errstate(all="ignore"):
         r = {"RCP": lambda: 1.0 / x, "RSQ": lambda: 1.0 / np.sqrt(x), "SQRT": lambda: np.sqrt(x),
              "EX2": lambda: np.exp2(x), "LG2": lambda: np.log2(x), "SIN": lambda: np.sin(x),
              "COS": lambda: np.cos(x), "RCP64H": lambda: x, "RSQ64H": lambda: x}[fn]()
-    ex.write(0, r.astype(np.float32))
+    ex.write(0, f32_result(r))  # NaN results canonical, as FP32 arithmetic
 
 
 # ---- memory --------------------------------------------------------------------------------------

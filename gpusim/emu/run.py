@@ -41,19 +41,277 @@ def emulate(workload, arch: str, n: int, ctas: list[int] | None = None, record: 
     return emu, inputs
 
 
+STORE_OPCODES = ("STG", "ST", "RED", "REDG", "ATOM", "ATOMG")
+
+
 def check(workload, emu, inputs, n: int) -> dict:
-    """Relative Frobenius error of each output against the float64 numpy reference."""
-    refs = workload.reference_outputs(inputs, n)
+    """Compare each output with its numpy reference (computed in float64 from the logical inputs).
+
+    Float outputs pass when the relative Frobenius error is below the workload's tolerance; integer
+    outputs must be equal. When the emulator ran only some CTAs (sampled mode), only the elements
+    their global stores wrote are compared (the others were never computed); `elements` says how many
+    of the buffer's were. A failed output names its first wrong element: the first (in the logical
+    array's C order) whose error exceeds tolerance x the reference's root mean square (one exists
+    whenever the Frobenius test fails), or, for integers, the first that differs."""
+    written = None if len(emu.ctas) == emu.launch.n_ctas else stored_words(emu)
+    refs = workload.reference_outputs(inputs, n) if written is None else _deferred_references(workload, inputs, n)
     report = {}
     for arg in workload.args:
         if arg.name not in refs:
             continue
         shape = workload.buffer_shape(arg, n)
-        out = emu.memory.read_buffer(arg.name).view(DTYPES[arg.dtype]).reshape(shape, order=arg.order)
-        ref = refs[arg.name]
-        err = float(np.linalg.norm(out.astype(np.float64) - ref) / max(np.linalg.norm(ref), 1e-300))
+        raw = emu.memory.read_buffer(arg.name)
+        out = raw.view(DTYPES[arg.dtype]).reshape(shape, order=arg.order)
+        try:
+            ref = None if isinstance(refs[arg.name], (_Product, _Einsum)) and refs[arg.name].shape == shape else \
+                np.broadcast_to(np.asarray(refs[arg.name]), shape)
+        except ValueError:
+            raise SpecError(f"reference has shape {np.shape(refs[arg.name])}, the buffer {shape}",
+                            f"{workload.spec_path}: reference.{arg.name}") from None
+        if written is not None:  # sampled: the elements the emulated CTAs stored (any of their words)
+            words = written[arg.name]
+            per = raw.view(DTYPES[arg.dtype]).itemsize // 4 or 1
+            hit = words.reshape(-1, per).any(axis=1) if per > 1 else words
+            mask = hit.reshape(shape, order=arg.order)
+            index = np.flatnonzero(mask)  # logical C-order positions
+            out = out[mask]
+            ref = refs[arg.name].values(mask) if ref is None else ref[mask]
+        else:
+            index = None
+        report[arg.name] = _compare(out.reshape(-1), np.asarray(ref).reshape(-1), index, shape,
+                                    workload.default_tolerance(), np.issubdtype(DTYPES[arg.dtype], np.integer))
+    return report
+
+
+# ---- references of a partial run: a matrix product is evaluated only where it is compared -----------
+class _Deferred:
+    """Arithmetic other than a scalar factor evaluates a deferred reference in full (plain numpy)."""
+
+    __array_ufunc__ = None  # numpy scalars and arrays defer to our reflected operators
+
+
+def _full(name):
+    def op(self, *args):
+        return getattr(np.asarray(self), name)(*args)
+    return op
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__truediv__", "__rtruediv__", "__neg__",
+              "__pow__", "__matmul__", "__rmatmul__", "__getitem__", "__lt__", "__gt__", "__eq__", "__ne__"):
+    setattr(_Deferred, _name, _full(_name))
+
+
+class _Product(_Deferred):
+    """scale * (left @ right), left unevaluated: a partial run (sampled mode) compares a few thousand
+    elements of an n x n product, and computing all n^3 of it would cost more than the emulation.
+    Anything but a scalar factor, .T or .shape evaluates it in full (the plain numpy result)."""
+
+    __array_ufunc__ = None  # numpy scalars defer to __rmul__ instead of converting us
+
+    def __init__(self, left, right, scale=1.0):
+        self.left, self.right, self.scale = left, right, scale
+        self.shape = (left.shape[0], right.shape[1])
+
+    def __mul__(self, k):
+        if np.ndim(k) == 0:
+            return _Product(self.left, self.right, self.scale * k)
+        return np.asarray(self) * k
+
+    __rmul__ = __mul__
+
+    @property
+    def T(self):
+        return _Product(self.right.T, self.left.T, self.scale)
+
+    def __array__(self, dtype=None, copy=None):
+        v = self.scale * (self.left @ self.right)
+        return v if dtype is None else v.astype(dtype)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):  # numpy's protocol probes (__array_interface__, ...)
+            raise AttributeError(name)
+        return getattr(np.asarray(self), name)
+
+    def values(self, mask: np.ndarray, rows_per_block: int = 128) -> np.ndarray:
+        """The product's elements where `mask` is True (C order): for each block of the rows that hold
+        some, left[rows] @ right[:, the columns those rows need] (written CTA tiles keep that small)."""
+        rows, cols = np.nonzero(mask)  # sorted by row
+        out = np.empty(len(rows), dtype=np.result_type(self.left, self.right, np.float64))
+        used = np.unique(rows)
+        for s in range(0, len(used), rows_per_block):
+            r = used[s:s + rows_per_block]
+            lo, hi = np.searchsorted(rows, [r[0], r[-1]], side="left")[0], np.searchsorted(rows, r[-1], side="right")
+            c = np.unique(cols[lo:hi])
+            block = self.left[r] @ self.right[:, c]
+            out[lo:hi] = block[np.searchsorted(r, rows[lo:hi]), np.searchsorted(c, cols[lo:hi])]
+        return self.scale * out
+
+
+class _Operand(np.ndarray):
+    """An input array whose `@` (2-D operands) returns a deferred _Product."""
+
+    def __matmul__(self, other):
+        a, b = self.view(np.ndarray), np.asarray(other).view(np.ndarray)
+        return _Product(a, b) if a.ndim == b.ndim == 2 else a @ b
+
+    def __rmatmul__(self, other):
+        return _Operand.__matmul__(np.asarray(other).view(_Operand), self)
+
+
+class _Einsum(_Deferred):
+    """np.einsum('xy,yz->xz'-style, two operands) left unevaluated, optionally reshaped (C order) and
+    scaled: a partial run's check evaluates only the compared elements (as _Product does)."""
+
+    __array_ufunc__ = None
+
+    def __init__(self, subscripts: str, x, y, shape=None, scale=1.0):
+        self.subscripts, self.x, self.y, self.scale = subscripts, x, y, scale
+        ins, self.out_letters = subscripts.replace(" ", "").split("->")
+        self.x_letters, self.y_letters = ins.split(",")
+        sizes = dict(zip(self.x_letters, x.shape)) | dict(zip(self.y_letters, y.shape))
+        self.out_shape = tuple(sizes[c] for c in self.out_letters)
+        self.shape = tuple(shape) if shape is not None else self.out_shape
+
+    def reshape(self, *shape):
+        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return _Einsum(self.subscripts, self.x, self.y, np.empty(self.out_shape, bool).reshape(shape).shape,
+                       self.scale)
+
+    def __mul__(self, k):
+        if np.ndim(k) == 0:
+            return _Einsum(self.subscripts, self.x, self.y, self.shape, self.scale * k)
+        return np.asarray(self) * k
+
+    __rmul__ = __mul__
+
+    def __array__(self, dtype=None, copy=None):
+        v = self.scale * np.einsum(self.subscripts, self.x, self.y, optimize=True).reshape(self.shape)
+        return v if dtype is None else v.astype(dtype)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):  # numpy's protocol probes (__array_interface__, ...)
+            raise AttributeError(name)
+        return getattr(np.asarray(self), name)
+
+    def _gather(self, operand, letters, idx):
+        """operand with its output letters indexed per element (first axis) and its summed letters kept."""
+        keep = [i for i, c in enumerate(letters) if c not in self.out_letters]
+        fixed = [i for i, c in enumerate(letters) if c in self.out_letters]
+        t = operand.transpose(fixed + keep)
+        return t[tuple(idx[self.out_letters.index(letters[i])] for i in fixed)], "".join(letters[i] for i in keep)
+
+    def values(self, mask: np.ndarray, chunk: int = 4096) -> np.ndarray:
+        flat = np.flatnonzero(mask)
+        out = np.empty(len(flat), dtype=np.result_type(self.x, self.y, np.float64))
+        for s in range(0, len(flat), chunk):
+            idx = np.unravel_index(flat[s:s + chunk], self.out_shape)
+            gx, kx = self._gather(self.x, self.x_letters, idx)
+            gy, ky = self._gather(self.y, self.y_letters, idx)
+            out[s:s + chunk] = np.einsum(f"Z{kx},Z{ky}->Z", gx, gy, optimize=True)
+        return self.scale * out
+
+
+class _NumpyOptimisedEinsum:
+    """numpy for a partial run's references: a two-operand einsum is deferred (_Einsum); others
+    contract through BLAS (optimize=True)."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    @staticmethod
+    def einsum(*operands, **kwargs):
+        ops = [np.asarray(o).view(np.ndarray) if isinstance(o, np.ndarray) else o for o in operands]
+        if (len(ops) == 3 and isinstance(ops[0], str) and "->" in ops[0] and "." not in ops[0] and not kwargs
+                and "Z" not in ops[0]):
+            return _Einsum(*ops)
+        kwargs.setdefault("optimize", True)
+        return np.einsum(*ops, **kwargs)
+
+
+def _deferred_references(workload, inputs: dict, n: int) -> dict:
+    """workload.reference_outputs with matrix products deferred (see _Product)."""
+    from gpusim.workloads.spec import eval_expr
+
+    import re
+
+    env = {"np": _NumpyOptimisedEinsum(), **workload.size_env(n)}
+    named = set(re.findall(r"[A-Za-z_]\w*", " ".join(str(e) for e in workload.reference.values())))
+    for k, v in inputs.items():
+        if k not in named:  # e.g. the output buffers: not converted to float64 for nothing
+            continue
+        if isinstance(v, np.ndarray):
+            v = v.astype(np.float64) if v.dtype.kind == "f" else v
+            v = v.view(_Operand)
+        env[k] = v
+    refs = {}
+    for out, expr in workload.reference.items():
+        r = eval_expr(expr, env, f"{workload.name}: reference.{out}")
+        refs[out] = r if isinstance(r, (_Product, _Einsum)) else np.asarray(r).view(np.ndarray)
+    return refs
+
+
+def _compare(out, ref, index, shape, tol: float, integer: bool) -> dict:
+    """One output's verdict (flat arrays; `index` maps their positions to logical C-order ones)."""
+    total = int(np.prod(shape))
+    entry = {"elements": int(out.size), "of": total}
+    if integer:
+        wrong = out != ref
+        entry.update(rel_error=float(np.count_nonzero(wrong)) / max(out.size, 1), tolerance=0.0,
+                     passed=not wrong.any())
+    else:
+        with np.errstate(all="ignore"):
+            diff = np.abs(out.astype(np.float64) - ref)
+            scale = float(np.sqrt(np.mean(np.square(ref)))) if ref.size else 0.0
+            err = float(np.sqrt(np.sum(np.square(diff))) / max(scale * np.sqrt(max(ref.size, 1)), 1e-300))
         if not np.isfinite(err):
             err = float("inf")
-        report[arg.name] = {"rel_error": err, "tolerance": workload.default_tolerance(),
-                            "passed": err < workload.default_tolerance()}
+        entry.update(rel_error=err, tolerance=tol, passed=err < tol)
+        wrong = ~(diff <= tol * scale) if not entry["passed"] else None
+    if not entry["passed"]:
+        k = int(np.argmax(wrong)) if wrong.any() else int(np.argmax(np.nan_to_num(diff, nan=np.inf)))
+        pos = int(index[k]) if index is not None else k
+        entry["first_wrong"] = {"index": [int(i) for i in np.unravel_index(pos, shape)],
+                                "value": out[k].item(), "reference": ref[k].item()}
+    return entry
+
+
+def stored_words(emu) -> dict[str, np.ndarray]:
+    """Per buffer, which of its 32-bit words the emulated global stores wrote (from the trace log's
+    addresses; lanes that did not execute are logged at address 0, outside every buffer)."""
+    from gpusim.errors import EmulationError
+
+    if not emu.record:
+        raise EmulationError("cannot check a partial run without its trace log (record=False)")
+    mem = emu.memory
+    masks = {b.name: np.zeros(b.nbytes // 4, bool) for b in mem.buffers}
+    opcodes = [ins.opcode for ins in emu.program.instructions]
+    for step, (addrs, nbytes) in emu.log.mem.items():
+        if opcodes[emu.log.pcs[step]] not in STORE_OPCODES:
+            continue
+        a = np.asarray(addrs, dtype=np.uint64).reshape(-1)
+        for b in mem.buffers:
+            inside = a[(a >= np.uint64(b.address)) & (a < np.uint64(b.address + b.nbytes))]
+            if inside.size:
+                first = ((inside - np.uint64(b.address)) >> np.uint64(2)).astype(np.int64)
+                for w in range(max(1, nbytes // 4)):
+                    masks[b.name][np.minimum(first + w, masks[b.name].size - 1)] = True
+    return masks
+
+
+def verify(workload, emu, inputs, n: int) -> dict:
+    """`check`, raising WrongResultError (one line: the buffer, its first wrong element and both
+    values) when an output is wrong; the report otherwise."""
+    from gpusim.errors import WrongResultError
+
+    report = check(workload, emu, inputs, n)
+    for name, c in report.items():
+        if not c["passed"]:
+            w = c["first_wrong"]
+            idx = ", ".join(str(i) for i in w["index"])
+            measure = (f"{c['rel_error']:.3g} of the elements differ" if c["tolerance"] == 0 else
+                       f"relative error {c['rel_error']:.3g} > tolerance {c['tolerance']:g}")
+            raise WrongResultError(
+                f"wrong result: {name}[{idx}] = {w['value']!r} but the numpy reference is {w['reference']!r} "
+                f"({measure}, {c['elements']} of {c['of']} elements checked); --no-check skips the check",
+                f"{workload.name} ({emu.program.kernel} on {emu.program.arch}, n={n})")
     return report

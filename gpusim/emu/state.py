@@ -97,6 +97,11 @@ def unpack64(v):
     return (v & np.uint64(MASK32)).astype(U32), (v >> np.uint64(32)).astype(U32)
 
 
+def _decimal_imm(op) -> bool:
+    """An integer immediate printed in decimal: in an FP operand it is the number, not its bits."""
+    return op.kind == "imm" and "0x" not in op.text.lower()
+
+
 class Exec:
     """Operand access for one instruction over one batch.
 
@@ -159,7 +164,10 @@ class Exec:
 
     def f32(self, i: int) -> np.ndarray:
         op = self.ins.srcs[i]
-        v = f32(self._raw(op)) if op.kind != "fimm" else np.full(self.n, np.float32(op.value), np.float32)
+        if op.kind == "fimm" or _decimal_imm(op):  # nvdisasm prints the FP immediate 1.0 as `1`
+            v = np.full(self.n, np.float32(op.value), np.float32)
+        else:
+            v = f32(self._raw(op))
         if op.absolute:
             v = np.abs(v)
         if op.negate:
@@ -174,9 +182,9 @@ class Exec:
 
     def f64(self, i: int) -> np.ndarray:
         op = self.ins.srcs[i]
-        if op.kind == "fimm":
-            v = np.full(self.n, op.value, np.float64)
-        elif op.kind == "imm":  # a 64-bit float's high word written as an integer
+        if op.kind == "fimm" or _decimal_imm(op):  # `DFMA R10, -R8, R4, 1`: the value 1.0
+            v = np.full(self.n, float(op.value), np.float64)
+        elif op.kind == "imm":  # a 64-bit float's high word written as a hex integer
             v = (np.full(self.n, op.value & MASK32, np.uint64) << np.uint64(32)).view(np.float64)
         else:
             v = self.u64(i).view(np.float64)

@@ -25,9 +25,10 @@ def split_operands(text: str) -> list[str]:
             depth += 1
         elif ch in "])":
             depth -= 1
-        if ch == "," and depth == 0:
+        if (ch == "," or (ch == "`" and "".join(cur).strip())) and depth == 0:
+            # a comma, or the backquote of a label after a register (RET.REL.NODEC R6 `(kernel))
             parts.append("".join(cur).strip())
-            cur = []
+            cur = [] if ch == "," else [ch]
         else:
             cur.append(ch)
     tail = "".join(cur).strip()

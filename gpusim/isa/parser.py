@@ -25,7 +25,9 @@ from gpusim.isa.widths import apply_widths
 _SECTION = re.compile(r"^//-+ (\S+)\s+-+$")
 _INSTR = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(\{?)\s*(.*?)\s*(;|\})\s*(?:/\*\s*(0x[0-9a-f]{16})\s*\*/)?\s*$")
 _HEX_ONLY = re.compile(r"^\s*/\*\s*(0x[0-9a-f]{16})\s*\*/\s*$")
-_LABEL = re.compile(r"^(\.L_\w+|[A-Za-z_]\w*):\s*$")
+# a label line: .L_x_0:, a function such as $__internal_0_$__cuda_sm20_div_u64:, or the section's
+# own .text.<kernel>: (the name a RET's `(kernel) annotation uses)
+_LABEL = re.compile(r"^(?:\.text\.)?(\.L_\w+|[A-Za-z_$][\w$]*):\s*$")
 _GUARD = re.compile(r"^@(!?)(U?P)(\d|T)\s+(.*)$")
 _DATA = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+\.(byte|short|word|dword)\s+(.*)$")
 # floating-point instructions whose immediates nvdisasm prints as numbers ("FMUL R0, R4, 3", "DFMA R4, R4, R8, 2")

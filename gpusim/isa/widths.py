@@ -68,13 +68,21 @@ _TYPES = {"F64": 64, "S64": 64, "U64": 64, "F32": 32, "S32": 32, "U32": 32, "F16
 def _conversion_widths(opcode, mods, dsts, srcs):
     """Conversions print destination type first, then source type (e.g. F2F.F64.F32).
 
-    With one type printed it is the destination type for I2F and F2F, the source type for F2I.
+    With one type printed it names the integer side of I2F/F2I, unless it is a float type
+    (I2F.U64 R12, R12: u64 -> f32; F2I.U64.TRUNC R8, R8: f32 -> u64; I2F.F64 R2, R4: s32 -> f64), and
+    the destination of F2F and I2I.
     """
     types = [m for m in mods if m in _TYPES]
     if len(types) >= 2:
         dst_t, src_t = types[0], types[1]
     elif len(types) == 1:
-        dst_t, src_t = (None, types[0]) if opcode == "F2I" else (types[0], None)
+        is_float = types[0].startswith("F")
+        if opcode == "I2F":
+            dst_t, src_t = (types[0], None) if is_float else (None, types[0])
+        elif opcode == "F2I":
+            dst_t, src_t = (None, types[0]) if is_float else (types[0], None)
+        else:
+            dst_t, src_t = types[0], None
     else:
         dst_t = src_t = None
     if dst_t and _TYPES[dst_t] == 64:

@@ -6,9 +6,11 @@ from gpusim.errors import SpecError
 
 
 def run_workload(workload: str, gpu: str, size: int, mode: str = "detailed", overrides: dict | None = None,
-                 honour_control_codes: bool | None = None, window=None):
+                 honour_control_codes: bool | None = None, window=None, check: bool = True):
+    """Emulate, check the outputs against the numpy reference (unless `check` is False: a wrong
+    result raises WrongResultError before anything is timed), simulate."""
     from gpusim.config import apply_overrides, load_gpu
-    from gpusim.emu.run import emulate
+    from gpusim.emu.run import emulate, verify
     from gpusim.workloads import find_workload
 
     if mode not in ("detailed", "sampled"):
@@ -19,8 +21,10 @@ def run_workload(workload: str, gpu: str, size: int, mode: str = "detailed", ove
     wl = find_workload(workload)
     wl.check_size(size)
     ctas = sampled_ctas(wl, size, cfg) if mode == "sampled" else None
-    emu, _ = emulate(wl, cfg.arch, size, ctas=ctas)
+    emu, inputs = emulate(wl, cfg.arch, size, ctas=ctas)
+    report = verify(wl, emu, inputs, size) if check else None
     result = time_emulated(emu, wl, cfg, size, mode, honour_control_codes, window)
+    result.checked, result.check = check, report
     if not wl.is_suite:  # a user's spec: say how its kernel was built and which listing ran
         from gpusim.toolchain.listings import workload_listing
 

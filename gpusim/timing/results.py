@@ -41,6 +41,8 @@ class SimResult(BaseModel):
     registers: dict  # bank_conflict_cycles, reuse_hits
     memory: dict  # l1/l2 hits and misses, bytes through L2 and DRAM
     sampling: dict | None = None  # sampled mode: what was simulated, what extrapolated, error estimate
+    checked: bool = False  # the emulated outputs were compared with the workload's numpy reference
+    check: dict | None = None  # per output: rel_error, tolerance, elements checked of the buffer's
     timeline: list[list] | None = None  # [sm, sub-partition, warp, start cycle, cycles, reason index, pc index]
     timeline_reasons: list[str] = list(REASONS)
     notes: list[str] = []

@@ -1,0 +1,152 @@
+"""SASS form coverage: every (opcode, modifier set) form in the committed listings, and which of them
+the test suite exercises with a checked result.
+
+A form counts as covered when some listing's instruction of that form executes (for at least one
+lane) in an emulation whose outputs the tests compare with the numpy reference: the suite workloads
+at their smallest size on every architecture (tests/test_emulator.py runs them and checks them) and
+the issue-13 kernels under tests/data/issue13 (tests/test_issue13.py). Forms that only sit in a listing
+(the trailing `BRA` self-loop and NOP padding, paths no test input takes) are listed as not covered.
+The sm_90 forms also include those of the difftest kernels (tests/difftest/golden/difftest_sm_90.sass);
+"golden" counts the forms executed by the difftest kernels whose outputs all equal the H100's bit for
+bit (tests/test_difftest.py), which also count as covered.
+
+The emulation here re-runs those cases and checks them itself (a failed check makes the case count
+for nothing and is reported). Usage:
+    python scripts/sass_coverage.py [--json FILE] [--missing]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from gpusim import REPO_ROOT, TRACES_DIR
+from gpusim.emu.emulator import Emulator
+from gpusim.emu.run import build_launch, check, emulate
+from gpusim.isa.parser import parse_listing
+from gpusim.workloads import list_workloads, load_workload
+
+ISSUE13 = REPO_ROOT / "tests" / "data" / "issue13"
+GOLDEN = REPO_ROOT / "tests" / "difftest" / "golden"
+
+
+def form(ins) -> str:
+    """The form of an instruction: its opcode and its modifiers (as a set, sorted)."""
+    return ".".join([ins.opcode, *sorted(set(ins.modifiers))])
+
+
+def _executed_forms(program, emu) -> set[str]:
+    """Forms of the instructions that executed for at least one lane."""
+    pcs = np.asarray(emu.log.pcs, dtype=np.int64)
+    ran = np.zeros(len(program), bool)
+    if len(pcs):
+        lanes = np.array([int(np.any(m)) for m in emu.log.exec_masks], dtype=bool)
+        ran[np.unique(pcs[lanes])] = True
+    return {form(program.instructions[i]) for i in np.flatnonzero(ran)}
+
+
+def _passed(report: dict) -> bool:
+    return bool(report) and all(c["passed"] for c in report.values())
+
+
+def cases():
+    """(label, arch, program, run) for every checked test case: run() -> (executed forms, passed)."""
+    for wl in list_workloads():
+        for arch in wl.archs:
+            n = min(wl.sizes)
+
+            def run(wl=wl, arch=arch, n=n):
+                emu, inputs = emulate(wl, arch, n)
+                return _executed_forms(emu.program, emu), _passed(check(wl, emu, inputs, n))
+
+            yield f"{wl.name}@{n}", arch, parse_listing(TRACES_DIR / "sass" / arch / f"{wl.name}.sass"), run
+    for spec in sorted(ISSUE13.glob("k13_*.yaml")):
+        if "undef" in spec.stem:  # reads an undefined register by design: no result to check
+            continue
+        wl = load_workload(spec)
+        program = parse_listing(ISSUE13 / f"{wl.name}_sm_90.sass")
+        n = min(wl.sizes)
+
+        def run(wl=wl, program=program, n=n):
+            launch, params, memory, inputs = build_launch(wl, program, n)
+            try:
+                emu = Emulator(program, launch, params, memory).run()
+            except Exception:  # the undefined-behaviour kernels fault by design at other sizes
+                return set(), False
+            return _executed_forms(program, emu), _passed(check(wl, emu, inputs, n))
+
+        yield f"issue13/{wl.name}@{n}", "sm_90", program, run
+
+
+def golden_forms() -> tuple[set[str], set[str]]:
+    """(forms in the difftest listing, forms executed by the difftest kernels whose every output
+    equals the H100's bit for bit when replayed) - sm_90 only."""
+    sys.path.insert(0, str(REPO_ROOT / "tests" / "difftest"))
+    from gen import KERNELS
+    from replay import LISTING, replay
+
+    golden = dict(np.load(GOLDEN / "difftest_sm_90.npz"))
+    listed, exact = set(), set()
+    for name in KERNELS:
+        program = parse_listing(LISTING, name)
+        listed |= {form(i) for i in program.instructions}
+        out, emu = replay(name, golden["A"], golden["B"], golden["C"], record=True)
+        if (out == golden[name]).all():
+            exact |= _executed_forms(program, emu)
+    return listed, exact
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", type=Path, help="write the per-arch form lists here")
+    ap.add_argument("--missing", action="store_true", help="list the forms not covered")
+    args = ap.parse_args()
+    warnings.filterwarnings("ignore")  # numpy's overflow/invalid warnings on the edge inputs
+
+    in_listings: dict[str, set[str]] = defaultdict(set)
+    suite_forms: dict[str, set[str]] = defaultdict(set)
+    covered: dict[str, set[str]] = defaultdict(set)
+    failed = []
+    for label, arch, program, run in cases():
+        forms = {form(i) for i in program.instructions}
+        if not label.startswith("issue13/"):
+            suite_forms[arch] |= forms
+        in_listings[arch] |= forms
+        executed, ok = run()
+        if ok:
+            covered[arch] |= executed
+        else:
+            failed.append(f"{arch} {label}")
+    golden_listed, golden_exact = golden_forms()
+    in_listings["sm_90"] |= golden_listed
+    covered["sm_90"] |= golden_exact
+    golden = {"sm_90": golden_exact}
+
+    print(f"{'arch':6} {'forms':>6} {'covered':>8} {'%':>6} {'suite forms':>12} {'covered':>8} {'golden':>7} "
+          f"{'suite golden':>12}")
+    out = {}
+    for arch in sorted(in_listings):
+        total, cov = in_listings[arch], covered[arch] & in_listings[arch]
+        suite, suite_cov = suite_forms[arch], covered[arch] & suite_forms[arch]
+        gold = golden.get(arch, set()) & total
+        print(f"{arch:6} {len(total):6d} {len(cov):8d} {100 * len(cov) / max(len(total), 1):6.1f} "
+              f"{len(suite):12d} {len(suite_cov):8d} {len(gold):7d} {len(gold & suite):12d}")
+        out[arch] = {"forms": sorted(total), "covered": sorted(cov), "missing": sorted(total - cov),
+                     "golden": sorted(gold), "suite_not_golden": sorted(suite - gold)}
+        if args.missing and total - cov:
+            print("   not covered: " + ", ".join(sorted(total - cov)))
+    if failed:
+        print("cases whose check failed (not counted): " + "; ".join(failed))
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -468,7 +468,7 @@ def _print_measured(r, measured: dict) -> None:
 def _check_line(checked: bool, report: dict | None) -> str:
     """The result's line on the output check."""
     if not checked:
-        return "output check: none (--no-check, or a saved trace: no outputs to compare)"
+        return "output check: skipped (--no-check, or a saved trace: no outputs to compare)"
     parts = [f"{name} {c['elements']:,}/{c['of']:,} elements" + (" exact" if c["tolerance"] == 0 else
              f" rel. error {c['rel_error']:.2g}") for name, c in (report or {}).items()]
     return "output check: passed against the numpy reference (" + ", ".join(parts) + ")"

@@ -344,8 +344,9 @@ class SM:
     def _record(self, w: Warp, start: float, end: float, reason: int, pc: int) -> None:
         """Timeline event (within the recording window): [sm, sub-partition, warp, start, cycles, reason, pc]."""
         lo, hi, ctas = self.window
-        if end > start and end > lo and start < hi and (ctas is None or w.cta.cid in ctas):
-            self.timeline.append([self.index, w.sp.index, w.gid, round(start, 2), round(end - start, 2), reason, pc])
+        cycles = round(end - start, 2)  # (float queue times can leave slivers of a cycle: not shown)
+        if cycles > 0 and end > lo and start < hi and (ctas is None or w.cta.cid in ctas):
+            self.timeline.append([self.index, w.sp.index, w.gid, round(start, 2), cycles, reason, pc])
 
     def _second_issue(self, sp: SubPartition, w: Warp, first: int, now: float) -> None:
         """Dual issue: Maxwell pairs the instructions nvdisasm shows in braces; Kepler pairs the next

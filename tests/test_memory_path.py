@@ -86,15 +86,6 @@ def test_read_twice_fits_within_the_effective_capacity(h100):
         assert mem.dram.read_bytes == expect * n * 32
 
 
-def test_far_partition_costs_more_once(h100):
-    mem = MemorySystem(h100, h100.clock_mhz)
-    near, far = h100.memory.l2.latency_cycles, h100.memory.l2.far_latency_cycles
-    mem.fetch(0.0, [7], partition=0)  # miss: filled, held by partition 0
-    assert mem.fetch(10_000.0, [7], partition=0) == pytest.approx(10_000.0 + near, abs=1)
-    assert mem.fetch(20_000.0, [7], partition=1) == pytest.approx(20_000.0 + far, abs=1)
-    assert mem.fetch(30_000.0, [7], partition=1) == pytest.approx(30_000.0 + near, abs=1)  # now held by both
-
-
 def test_warm_state_hits_and_keeps_dirty_data(h100):
     mem = MemorySystem(h100, h100.clock_mhz)
     mem.warm([1, 2, 3], [False, True, False])

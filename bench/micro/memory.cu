@@ -265,3 +265,20 @@ extern "C" __global__ void write_once(float4* dst, long long n4, float v) {
 extern "C" __global__ void empty(int* p) {
     if (p != 0 && threadIdx.x == 1023) p[0] = 1;
 }
+
+// ---- L2 partitions: a chase by one CTA over a ring another CTA walked last ---------------------------
+// Launch 1 (`who` = the warming CTA) walks the ring once, so its lines sit in L2 as that SM left them;
+// launch 2 (`who` = the measured CTA) walks it again and times it. out[0..2] = smid, cycles, loads.
+extern "C" __global__ void ring_walk(const unsigned long long* ring, long long* out, int who, int loads) {
+    if (blockIdx.x != who || threadIdx.x) return;
+    unsigned long long p = (unsigned long long)ring;
+    unsigned smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    long long t0 = clk();
+#pragma unroll 1
+    for (int i = 0; i < loads; ++i) asm volatile("ld.global.cg.u64 %0, [%0];" : "+l"(p)::"memory");
+    long long t1 = clk();
+    out[0] = smid;
+    out[1] = t1 - t0;
+    out[2] = (long long)p;  // keeps the chain
+}

@@ -286,6 +286,35 @@ def m_wrap(b: Bench) -> dict:
     return res
 
 
+def m_partition(b: Bench) -> dict:
+    """Near/far L2: CTA 0 walks a 4 MB pointer ring (.cg, L1 bypassed); then CTA t walks it again,
+    timed, for t = 0..SMs-1, the ring re-walked by CTA 0 before each (lines another SM read last).
+    A bimodal spread of cycles per load across SMs is the two partitions."""
+    cp, np = b.cp, b.np
+    lines = (4 << 20) // 128
+    perm = np.random.default_rng(0).permutation(lines)
+    ring = cp.zeros(lines * 16, dtype=cp.uint64)  # one pointer per 128-byte line
+    base = int(ring.data.ptr)
+    nxt = np.empty(lines, dtype=np.uint64)
+    nxt[perm] = base + 128 * np.roll(perm, -1).astype(np.uint64)
+    host = np.zeros(lines * 16, dtype=np.uint64)
+    host[::16] = nxt
+    ring.set(host)
+    out = cp.zeros(4, dtype=cp.int64)
+    loads = 4096
+    res = {"method": "ring_walk: 4 MB ring of 128 B lines in random order, .cg loads; CTA 0 walks it (4096 loads), "
+                     "then CTA t walks it timed; cycles per load per SM (smid)", "per_cta": []}
+    for t in range(b.sms):
+        b.launch("ring_walk", b.sms, 32, (ring, out, np.int32(0), np.int32(loads)))
+        b.launch("ring_walk", b.sms, 32, (ring, out, np.int32(t), np.int32(loads)))
+        b.sync()
+        smid, cyc, _ = (int(v) for v in out.get()[:3])
+        res["per_cta"].append({"cta": t, "smid": smid, "cycles_per_load": round(cyc / loads, 1)})
+    v = sorted(r["cycles_per_load"] for r in res["per_cta"])
+    res["quartiles"] = [v[0], v[len(v) // 4], v[len(v) // 2], v[3 * len(v) // 4], v[-1]]
+    return res
+
+
 def m_launch(b: Bench) -> dict:
     cp, np = b.cp, b.np
     res = {"method": "empty kernel, CUDA events around one launch, median of 30 after 5 warm-up", "cases": {}}
@@ -385,7 +414,7 @@ def main() -> int:
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--ncu-only", default="", help="with --ncu: 'wrap' profiles only the wrapped-load kernels")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
-    ap.add_argument("--only", default="", help="comma list: ldg,wrap,scatter,stream,stg,sts,issue,launch,bandwidth")
+    ap.add_argument("--only", default="", help="comma list: ldg,wrap,scatter,partition,stream,stg,sts,issue,launch,bandwidth")
     args = ap.parse_args()
     if args.ncu_child:
         ncu_child(args.ncu_child, args.ncu_only)
@@ -414,7 +443,7 @@ def main() -> int:
         R["errors"].append(f"nvidia-smi: {e!r}")
     b = Bench(comp["cubin"])
     b.launch("empty", 1, 32, (b.np.uint64(0),))
-    groups = {"ldg": m_ldg_rates, "wrap": m_wrap, "scatter": m_scatter, "stream": m_stream, "stg": m_stg, "sts": m_sts, "issue": m_issue,
+    groups = {"ldg": m_ldg_rates, "wrap": m_wrap, "scatter": m_scatter, "partition": m_partition, "stream": m_stream, "stg": m_stg, "sts": m_sts, "issue": m_issue,
               "launch": m_launch, "bandwidth": m_bandwidth_events}
     only = {s for s in args.only.split(",") if s}
     for name, fn in groups.items():

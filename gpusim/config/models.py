@@ -181,11 +181,6 @@ class L2Config(_Model):
     latency_cycles: int = Field(ge=0)
     bandwidth_bytes_per_cycle: float = Field(gt=0)
     """Whole chip, per SM clock."""
-    partitions: int = Field(default=1, ge=1)
-    """L2 partitions (GH100: two halves); an SM reads a line its own partition holds at `latency_cycles`,
-    one only the other partition holds at `far_latency_cycles` (and its partition then holds it too)."""
-    far_latency_cycles: int | None = Field(default=None, ge=0)
-    """None: `latency_cycles` (one partition)."""
     effective_size_bytes: int | None = Field(default=None, ge=1)
     """The capacity data actually gets (measured); None: `size_bytes`."""
     dirty_limit_bytes: int | None = Field(default=None, ge=1)

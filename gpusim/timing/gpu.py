@@ -196,8 +196,7 @@ class GPU:
             return self._run_sampled(ctas, occ, workload, size)
         memory = MemorySystem(cfg, cfg.clock_mhz)
         self._warm(memory)
-        used = self._simulate([SM(i, self, L1(cfg, memory, memory.partition_of(i))) for i in range(cfg.sm_count)],
-                              ctas, occ)
+        used = self._simulate([SM(i, self, L1(cfg, memory)) for i in range(cfg.sm_count)], ctas, occ)
         return self._result(used, memory, occ, len(ctas), workload, size)
 
     def _warm(self, memory: MemorySystem) -> bool:
@@ -260,7 +259,7 @@ class GPU:
             # a warm L2 already holds the inputs that fit in it: DRAM serves only the rest
             fits = (cfg.memory.l2.effective_size_bytes or cfg.memory.l2.size_bytes) / max(1, self.footprint_bytes)
             memory.dram_fraction *= max(0.0, 1.0 - fits)
-        sms = self._simulate([SM(j, self, L1(cfg, memory, memory.partition_of(j))) for j in range(g)], ctas, occ)
+        sms = self._simulate([SM(j, self, L1(cfg, memory)) for j in range(g)], ctas, occ)
         ends, repeats = [], []
         for sm in sms:
             remaining = self._ctas_of_sm(sm.index) - len(sm.cta_residence)

@@ -22,9 +22,8 @@ from gpusim.timing.mem.l2 import MemorySystem, SectorCache
 
 
 class L1:
-    def __init__(self, cfg, memory: MemorySystem, partition: int = 0):
+    def __init__(self, cfg, memory: MemorySystem):
         l1 = cfg.memory.l1
-        self.partition = partition  # the L2 partition this SM is attached to
         self.cache = SectorCache(l1.size_bytes, l1.sector_bytes)
         self.latency = l1.latency_cycles
         self.caches_loads = l1.caches_global_loads
@@ -42,9 +41,9 @@ class L1:
         done = now + self.latency if len(missing) < len(sectors) else now
         if missing:
             if self.miss_limit is None or warp is None:
-                return max(done, self.memory.fetch(now, missing, self.partition))
+                return max(done, self.memory.fetch(now, missing))
             n = min(self.miss_limit, nbytes)
-            finish = self.memory.fetch(self._miss_slot(warp, now, n), missing, self.partition)
+            finish = self.memory.fetch(self._miss_slot(warp, now, n), missing)
             warp.misses.append((finish, n))
             done = max(done, finish)
         return done
@@ -63,4 +62,4 @@ class L1:
         return start
 
     def store(self, now: float, sectors) -> float:
-        return self.memory.store(now, sectors, self.partition)
+        return self.memory.store(now, sectors)

@@ -10,12 +10,9 @@
 - Capacity is the measured effective one: a buffer read twice by the whole GPU comes from DRAM once
   up to 32 MB and twice from 48 MB on (H100 `read_twice`), though the card reports 50 MB; written
   data stays in L2 up to about 20 MB (`write_once`: DRAM writes = buffer - 19.5..21 MB).
-- Two partitions (GH100): a sector is read at the near latency from the partition of the reading SM
-  if that partition holds it, else at the far latency, after which both hold it (LUO25: 264.5 near,
-  502 far on the H800). A pointer chase the same SM walked before sees the near latency (279, the
-  config's `latency_cycles`); 16 loads of one warp over lines other SMs touched last come back after
-  ~580 cycles (validation/h100/micro/memory2_h100.json, `wrap`). A store leaves the line in the
-  writer's partition only.
+- One latency for every SM: a pointer chase over lines another SM walked last costs 270-298 cycles
+  per load on each of the 132 SMs (validation/h100/micro/memory5_h100.json, `partition`), so the
+  near/far split reported for the H800 (264.5 / 502 cycles [LUO25]) is not modelled.
 - `initial: warm` starts from the state a previous launch of the same kernel on the same buffers
   leaves (CUDA-event loops relaunch back to back): its sectors, last touched last, up to capacity.
 """
@@ -82,55 +79,35 @@ class MemorySystem:
         self.dirty: OrderedDict[int, None] = OrderedDict()  # dirty sectors, oldest write first
         self.dram = Dram(mem.dram.bandwidth_gb_s * 1e9 / (clock_mhz * 1e6) * share, mem.dram.latency_cycles)
         self.l2_latency = l2.latency_cycles
-        self.far_latency = l2.far_latency_cycles if l2.far_latency_cycles is not None else l2.latency_cycles
-        self.partitions = l2.partitions
-        self.held_by: dict[int, int] = {}  # sector -> bit mask of the partitions holding it (partitions > 1)
         self.l2_bytes = 0  # bytes read from or written to L2
         self.dram_fraction: float | None = None  # sampled mode: share of local L2 misses that go to DRAM
         self._dram_credit = 0.0
 
     # ---- loads -----------------------------------------------------------------------------------
-    def partition_of(self, sm_index: int) -> int:
-        """The L2 partition an SM is attached to. assumption: alternating SM numbers (no source gives the
-        mapping; with it the few SMs sampled mode simulates see both partitions, as the grid does)."""
-        return sm_index % self.partitions
-
-    def fetch(self, now: float, sectors, partition: int = 0) -> float:
+    def fetch(self, now: float, sectors) -> float:
         """Sectors a load missed in L1: serve them from L2 or DRAM; return the completion cycle."""
         done = now
         sb = self.sector_bytes
         to_dram = self._to_dram()  # sampled mode: decided per access, see _to_dram
-        split = self.partitions > 1
-        bit = 1 << partition
-        held = self.held_by
         for s in sectors:
             t = self.l2_queue.serve(now, sb)
             self.l2_bytes += sb
             ready = self.l2.lookup(s)
             if ready is not None:  # in L2, or on its way from DRAM
-                if split and not held.get(s, bit) & bit:  # only the other partition has it
-                    held[s] = held.get(s, 0) | bit
-                    finish = max(t + self.far_latency, ready)
-                else:
-                    finish = max(t + self.l2_latency, ready)
+                finish = max(t + self.l2_latency, ready)
             else:
                 finish = self.dram.read(now, sb) if to_dram else now + self.dram.latency
                 self._evicted(self.l2.fill(s, finish), now)
-                if split:
-                    held[s] = bit
             if finish > done:
                 done = finish
         return done
 
     # ---- stores ----------------------------------------------------------------------------------
-    def store(self, now: float, sectors, partition: int = 0) -> float:
+    def store(self, now: float, sectors) -> float:
         """Sectors a store writes (through L1): allocated in L2 dirty, no DRAM read. Returns the cycle
         the last write has reached L2."""
         done = now
         sb = self.sector_bytes
-        if self.partitions > 1:
-            for s in sectors:
-                self.held_by[s] = 1 << partition
         for s in sectors:
             t = self.l2_queue.serve(now, sb * self.write_cost)
             self.l2_bytes += sb
@@ -153,10 +130,7 @@ class MemorySystem:
             self.dram.write(now, self.sector_bytes)
 
     def _evicted(self, sector: int | None, now: float) -> None:
-        if sector is None:
-            return
-        self.held_by.pop(sector, None)
-        if sector in self.dirty:
+        if sector is not None and sector in self.dirty:
             del self.dirty[sector]
             self.dram.write(now, self.sector_bytes)
 
@@ -164,7 +138,6 @@ class MemorySystem:
     def warm(self, sectors, dirty) -> None:
         """Start from a previous launch's end state: `sectors` in the order they were last touched
         (oldest first), `dirty[i]` whether sector i was written (it is still dirty). Nothing is counted."""
-        both = (1 << self.partitions) - 1  # the previous launch ran on every SM: both halves read them
         for s, d in zip(sectors, dirty):
             self.l2.fill(s, 0.0)
             if d:
@@ -175,8 +148,6 @@ class MemorySystem:
             del self.dirty[s]
         while len(self.dirty) > self.dirty_capacity:
             self.dirty.popitem(last=False)
-        if self.partitions > 1:
-            self.held_by = dict.fromkeys(present, both)
 
     def _to_dram(self) -> bool:
         """Whether an access that misses this model's L2 moves DRAM bytes. Detailed mode: always.

@@ -7,7 +7,8 @@ import pytest
 
 from gpusim.config import apply_overrides, load_gpu
 from gpusim.errors import GpusimError
-from gpusim.timing.mem import L1, AccessQueue, MemorySystem
+from gpusim.timing.mem import L1, MemorySystem
+from gpusim.timing.mem.lsu import AccessQueue, Stage
 
 
 @pytest.fixture(scope="module")
@@ -16,18 +17,18 @@ def h100():
 
 
 # ---- the sub-partition queues (mem/lsu.py) --------------------------------------------------------
-def _issue_gaps(queue: AccessQueue, units: float, n: int, every: float = 4.0, sm_rate: float = 1.0):
+def _issue_gaps(h100, n: int, units: float, every: float = 4.0):
     """One warp issuing `n` accesses of `units` back to back (one per `every` cycles when the queue
-    has room), behind an SM-wide stage of `sm_rate` units/cycle: the issue cycles."""
-    now, sm_free, issued = 0.0, 0.0, []
+    has room) into sub-partition 0's MIO queue of an H100 SM: the gaps between its issue cycles."""
+    stage = Stage(h100.sm.shared_memory.wavefronts_per_cycle)
+    queues = [AccessQueue(h100.sm.mio_queue_depth, h100.sm.mio_sub_partition_rate, stage) for _ in range(4)]
+    now, issued = 0.0, []
     for _ in range(n):
-        until = queue.full_until(now)
+        until = queues[0].full_until(now)
         if until is not None:
             now = until
         issued.append(now)
-        start, sp_done = queue.enter(now, units)
-        sm_free = max(sm_free, start) + units / sm_rate
-        queue.taken(max(sm_free, sp_done))
+        queues[0].access(now, units, queues)
         now += every
     return [b - a for a, b in zip(issued, issued[1:])]
 
@@ -35,21 +36,33 @@ def _issue_gaps(queue: AccessQueue, units: float, n: int, every: float = 4.0, sm
 def test_mio_queue_reproduces_the_conflicting_lds_measurement(h100):
     """issue.lds_s128 (memory_h100.json): 32-wavefront LDS issue every 4 cycles until ~30 are queued,
     then one per 64 cycles (0.5 wavefronts per cycle per sub-partition)."""
-    q = AccessQueue(h100.sm.mio_queue_depth, h100.sm.mio_sub_partition_rate)
-    gaps = _issue_gaps(q, 32, 48)
+    gaps = _issue_gaps(h100, 48, 32)
     first_wait = next(i for i, g in enumerate(gaps) if g > 4)
     assert 28 <= first_wait <= 32
     assert gaps[-5:] == [64.0] * 5
 
 
-def test_queue_without_a_sub_partition_rate_only_holds_until_taken():
-    q = AccessQueue(2, None)
-    assert q.enter(10.0, 8) == (10.0, 10.0)
-    q.taken(18.0)
-    q.enter(10.0, 8)
-    q.taken(26.0)
-    assert q.full_until(12.0) == 18.0  # two queued: the next waits for the first to be taken
-    assert q.full_until(18.0) is None
+def test_busy_sub_partitions_share_the_sm_stage(h100):
+    """sts.sts32_* / ldg.by_stride: with all four sub-partitions busy the SM passes 1 unit per cycle
+    (0.25 each); one alone gets its own 0.5; an idle one's access is not held behind a busy one."""
+    stage = Stage(1.0)
+    queues = [AccessQueue(100, 0.5, stage) for _ in range(4)]
+    assert queues[0].access(0.0, 32, queues) == (0.0, 64.0)  # alone: 0.5 per cycle
+    for q in queues[1:]:
+        q.access(0.0, 32, queues)
+    assert queues[3].free == pytest.approx(128.0)  # four busy: 0.25 each
+    start, done = queues[1].access(200.0, 1, queues)  # after its own backlog, the others idle again
+    assert (start, done) == (200.0, 202.0)
+
+
+def test_queue_without_a_sub_partition_rate_passes_in_issue_order():
+    stage = Stage(1.0)
+    queues = [AccessQueue(2, None, stage) for _ in range(2)]
+    assert queues[0].access(10.0, 8, queues) == (10.0, 18.0)
+    assert queues[1].access(10.0, 8, queues) == (18.0, 26.0)  # behind the first, in the SM-wide stage
+    queues[0].access(10.0, 8, queues)
+    assert queues[0].full_until(12.0) == 18.0  # two queued: the next waits for the first to pass
+    assert queues[0].full_until(18.0) is None
 
 
 def test_queue_depth_must_be_positive(h100):
@@ -66,9 +79,9 @@ def test_stores_stay_in_l2_until_the_dirty_limit(h100):
     small = apply_overrides(h100, {"memory.l2.dirty_limit_bytes": 1 << 20})  # the rule, on a small limit
     mem = MemorySystem(small, small.clock_mhz)
     limit = (1 << 20) // 32
-    mem.store(0.0, range(limit))
+    mem.store(0.0, range(limit), 0.0)
     assert mem.dram.write_bytes == 0 and mem.dram.read_bytes == 0
-    mem.store(0.0, range(limit, limit + 1000))
+    mem.store(0.0, range(limit, limit + 1000), 0.0)
     assert mem.dram.write_bytes == 1000 * 32
     assert mem.counters()["dram_bytes"] == 1000 * 32
 
@@ -82,14 +95,14 @@ def test_read_twice_fits_within_the_effective_capacity(h100):
         mem = MemorySystem(small, small.clock_mhz)
         for _ in range(2):
             for i in range(0, n, 4096):
-                mem.fetch(0.0, range(i, min(n, i + 4096)))
+                mem.fetch(0.0, range(i, min(n, i + 4096)), 0.0)
         assert mem.dram.read_bytes == expect * n * 32
 
 
 def test_warm_state_hits_and_keeps_dirty_data(h100):
     mem = MemorySystem(h100, h100.clock_mhz)
     mem.warm([1, 2, 3], [False, True, False])
-    done = mem.fetch(0.0, [1, 2, 3])
+    done = mem.fetch(0.0, [1, 2, 3], 0.0)
     assert mem.l2.misses == 0 and mem.dram.read_bytes == 0
     assert done == pytest.approx(h100.memory.l2.latency_cycles, abs=1)
     assert list(mem.dirty) == [2]
@@ -107,7 +120,7 @@ def test_a_warp_waits_once_its_outstanding_miss_bytes_reach_the_limit(h100):
         mem = MemorySystem(h100, h100.clock_mhz)
         l1 = L1(h100, mem)
         w = _Warp()
-        return max(l1.load(4.0 * k, [1000 * k + j for j in range(nbytes // 32)], warp=w, nbytes=nbytes)
+        return max(l1.load(4.0 * k, 4.0 * k, [1000 * k + j for j in range(nbytes // 32)], warp=w, nbytes=nbytes)
                    for k in range(16))
 
     one_round = last_return(128)

@@ -108,8 +108,8 @@ class SmConfig(_Model):
     """128-byte lines per cycle one sub-partition's LSU queue passes on (None: only the SM-wide
     `memory.l1.lines_per_cycle` limits)."""
     mio_register_read_cycles: float = Field(default=2.0, ge=0)
-    """Cycles after a shared-memory instruction leaves its queue at which its registers have been
-    read (its read scoreboard is released: a store's data, the address)."""
+    """Cycles after a shared-memory instruction starts to pass its queue at which its registers have
+    been read (its read scoreboard is released: a store's data, the address)."""
     lsu_register_read_cycles: float = Field(default=2.0, ge=0)
     """The same for global/local instructions."""
     fp32_lanes_shared_per_sm: int | None = Field(default=None, ge=1)
@@ -191,8 +191,8 @@ class L2Config(_Model):
     initial: Literal["cold", "warm"] = "cold"
     """Cache state at launch. cold: L2 holds none of the kernel's data (Nsight Compute flushes caches
     before a profiled launch). warm: the state after a previous launch of the same kernel on the same
-    buffers (CUDA-event loops relaunch back to back), i.e. the previous launch's last-touched lines,
-    up to the L2 capacity, dirty lines written back."""
+    buffers (CUDA-event loops relaunch back to back): the previous launch's sectors, up to the L2
+    capacity, those it wrote still dirty (gpusim/timing/mem/l2.py)."""
 
 
 class DramConfig(_Model):

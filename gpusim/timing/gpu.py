@@ -199,10 +199,11 @@ class GPU:
         used = self._simulate([SM(i, self, L1(cfg, memory)) for i in range(cfg.sm_count)], ctas, occ)
         return self._result(used, memory, occ, len(ctas), workload, size)
 
-    def _warm(self, memory: MemorySystem) -> bool:
+    def _warm(self, memory: MemorySystem, share: float = 1.0) -> bool:
         """`memory.l2.initial: warm`: fill L2 as the previous launch of this kernel on the same buffers
-        left it: the sectors of the trace's global accesses, in the order last touched (the records'
-        order stands for time: CTAs launch in id order), stored ones dirty. Whether it did."""
+        left it: the sectors of the trace's global accesses (`share` of them, the last touched, at most
+        the capacity), stored ones dirty. "Last touched" follows the records' order, CTA by CTA and warp
+        by warp (CTAs launch in id order), not the interleaving in time. Whether it did."""
         if self.cfg.memory.l2.initial != "warm":
             return False
         rec, kinds = self.trace.records, self._record_kinds
@@ -220,7 +221,7 @@ class GPU:
         stored = np.repeat(kinds[sel] == GSTORE, counts)
         _, last_rev = np.unique(secs[::-1], return_index=True)  # each sector's last occurrence ...
         order = np.sort(len(secs) - 1 - last_rev)  # ... in the order of last touch
-        keep = order[-memory.l2.capacity:]
+        keep = order[-min(memory.l2.capacity, max(1, int(len(order) * share))):]
         dirty = np.isin(secs[keep], secs[stored])
         memory.warm(secs[keep].tolist(), dirty.tolist())
         return True
@@ -255,10 +256,9 @@ class GPU:
         g = len({c % cfg.sm_count for c in ctas})
         memory = MemorySystem(cfg, cfg.clock_mhz, share=g / active)
         memory.dram_fraction = self._dram_fraction(active / g)
-        if self._warm(memory) and memory.dram_fraction is not None:
-            # a warm L2 already holds the inputs that fit in it: DRAM serves only the rest
-            fits = (cfg.memory.l2.effective_size_bytes or cfg.memory.l2.size_bytes) / max(1, self.footprint_bytes)
-            memory.dram_fraction *= max(0.0, 1.0 - fits)
+        # a warm L2 holds the share of the grid's inputs that fits in it: the simulated SMs find that
+        # share of their own sectors there
+        self._warm(memory, min(1.0, memory.l2.capacity * memory.sector_bytes / max(1, self.footprint_bytes or 1)))
         sms = self._simulate([SM(j, self, L1(cfg, memory)) for j in range(g)], ctas, occ)
         ends, repeats = [], []
         for sm in sms:

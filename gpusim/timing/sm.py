@@ -21,7 +21,7 @@ import operator
 
 from gpusim.errors import GpusimError
 from gpusim.timing import stalls as S
-from gpusim.timing.mem import AccessQueue
+from gpusim.timing.mem.lsu import AccessQueue, Stage
 from gpusim.timing.static import BAR, BRANCH, CMEM, GLOAD, SMEM, IssueFacts
 
 EPS = 1e-9
@@ -47,7 +47,7 @@ class Warp:
         self.sb = [[] for _ in range(8)]  # per scoreboard: [(release cycle, long?)]
         self.reg_ready = {}  # dependency id -> (ready cycle, stall reason)
         self.gap_at = -1  # sampled mode: stream position where left-out loop iterations are made up
-        self.misses = []  # its outstanding L1 misses: (return cycle, lines) (mem/l1.py)
+        self.misses = []  # its outstanding loads that missed L1: (return cycle, bytes) (mem/l1.py)
 
 
 class CTA:
@@ -62,7 +62,7 @@ class SubPartition:
     __slots__ = ("index", "warps", "pipe_names", "pipes", "busy", "dispatch_free", "last", "order", "mio", "lsu",
                  "wake", "dirty")
 
-    def __init__(self, index, pipe_names, sm_cfg):
+    def __init__(self, index, pipe_names, sm_cfg, mio_stage, tag_stage):
         self.index = index
         self.warps: list[Warp] = []
         self.pipe_names = pipe_names  # pipe id -> name (IssueFacts)
@@ -71,8 +71,8 @@ class SubPartition:
         self.dispatch_free = 0.0
         self.last = None  # the warp that issued last
         self.order = None  # gto: its warps in the order the scheduler tries them (None: to be worked out)
-        self.mio = AccessQueue(sm_cfg.mio_queue_depth, sm_cfg.mio_sub_partition_rate)  # shared memory
-        self.lsu = AccessQueue(sm_cfg.lsu_queue_depth, sm_cfg.lsu_sub_partition_rate)  # global/local
+        self.mio = AccessQueue(sm_cfg.mio_queue_depth, sm_cfg.mio_sub_partition_rate, mio_stage)  # shared memory
+        self.lsu = AccessQueue(sm_cfg.lsu_queue_depth, sm_cfg.lsu_sub_partition_rate, tag_stage)  # global/local
         self.wake = 0.0  # earliest cycle at which one of its warps can issue
         self.dirty = True  # its warps changed since `wake` was computed
 
@@ -94,12 +94,12 @@ class SM:
         facts = gpu.issue_facts
         self.facts = facts
         self.execute_facts, self.operand_wait = facts.execute, facts.operand_wait  # read per instruction
-        self.sps = [SubPartition(i, facts.pipe_names, cfg.sm) for i in range(cfg.sm.sub_partitions)]
+        # the SM-wide stages behind the sub-partitions' queues: the shared-memory banks, the L1 tag stage
+        mio_stage, tag_stage = Stage(cfg.sm.shared_memory.wavefronts_per_cycle), Stage(cfg.memory.l1.lines_per_cycle)
+        self.sps = [SubPartition(i, facts.pipe_names, cfg.sm, mio_stage, tag_stage)
+                    for i in range(cfg.sm.sub_partitions)]
+        self.mio_queues, self.lsu_queues = [sp.mio for sp in self.sps], [sp.lsu for sp in self.sps]
         self.policy = cfg.sm.scheduler.policy
-        self.smem_free = 0.0
-        self.l1_free = 0.0  # the L1/texture tag stage: one cycle per distinct line of an access
-        self.l1_lpc = cfg.memory.l1.lines_per_cycle
-        self.smem_wpc = cfg.sm.shared_memory.wavefronts_per_cycle
         self.smem_latency = cfg.sm.shared_memory.latency_cycles
         self.mio_read = cfg.sm.mio_register_read_cycles
         self.lsu_read = cfg.sm.lsu_register_read_cycles
@@ -361,7 +361,8 @@ class SM:
                 return
             if w.ready_at > now + 1 + EPS:  # its own dependencies are not met yet
                 return
-        if sp.pipes[facts.attempt[pc][0]] > now + 1 - EPS:
+        pipe, queue, _ = facts.attempt[pc]
+        if sp.pipes[pipe] > now + 1 - EPS or (queue and self._queue_full(sp, queue, now)[0]):
             return
         self._execute(sp, w, pc, now)  # the pair shares the issue cycle (one `selected` cycle)
 
@@ -382,6 +383,7 @@ class SM:
         regc = w.regc[pos]
         if mem:
             done, long_wait, read = self._access(sp, w, kind, pos, readonly, now)
+            read += regc
         elif regc:
             done, long_wait, read = now + latency + regc, False, now + 2 + regc
         else:
@@ -427,32 +429,23 @@ class SM:
     def _access(self, sp: SubPartition, w: Warp, kind: int, pos: int, readonly: bool,
                 now: float) -> tuple[float, bool, float]:
         """A memory access: (cycle its data is there, long scoreboard?, cycle its registers have been
-        read). It passes its sub-partition's queue (mem/lsu.py), then the SM-wide stage: for shared
-        memory the banks at `wavefronts_per_cycle`, then the shared latency; for global accesses the
-        L1 tag stage at `lines_per_cycle` distinct lines, then L1/L2/DRAM (mem/l1.py, mem/l2.py).
-        Constant loads: the constant latency."""
+        read, before bank-conflict cycles). It passes its sub-partition's queue and the SM-wide stage
+        behind it (mem/lsu.py): for shared memory the banks, wavefronts, then the shared latency; for
+        global accesses the L1 tag stage, distinct lines, then L1/L2/DRAM (mem/l1.py, mem/l2.py), whose
+        bandwidth is booked at the issue cycle. Constant loads: the constant latency."""
         if kind == SMEM:
-            wf = max(w.wavef[pos], 1)
-            start, sp_done = sp.mio.enter(now, wf)
-            begin = self.smem_free if self.smem_free > start else start
-            self.smem_free = begin + wf / self.smem_wpc
-            taken = self.smem_free if self.smem_free > sp_done else sp_done
-            sp.mio.taken(taken)
-            self.smem_wavefronts += w.wavef[pos]
-            return taken + self.smem_latency, False, start + self.mio_read
+            wf = w.wavef[pos]
+            start, passed = sp.mio.access(now, max(wf, 1), self.mio_queues)
+            self.smem_wavefronts += wf
+            return passed + self.smem_latency, False, start + self.mio_read
         if kind == CMEM:
             return now + self.const_latency, False, now + 2
-        lines = max(1, w.glines[pos])
-        start, sp_done = sp.lsu.enter(now, lines)
-        begin = self.l1_free if self.l1_free > start else start
-        self.l1_free = begin + lines / self.l1_lpc
-        taken = self.l1_free if self.l1_free > sp_done else sp_done
-        sp.lsu.taken(taken)
+        start, passed = sp.lsu.access(now, max(1, w.glines[pos]), self.lsu_queues)
         sectors = self.gpu.sectors(w.mem_rows[pos])
         if kind == GLOAD:
-            done = self.l1.load(taken, sectors, readonly, w, self.static[w.pcs[pos]].warp_bytes)
+            done = self.l1.load(now, passed, sectors, readonly, w, self.static[w.pcs[pos]].warp_bytes)
         else:
-            done = self.l1.store(taken, sectors)
+            done = self.l1.store(now, passed, sectors)
         return done, True, start + self.lsu_read
 
     def _operands_ready(self, w: Warp, pc: int, t: float, now: float) -> tuple[float, int]:

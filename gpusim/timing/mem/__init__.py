@@ -12,6 +12,6 @@ Every number these use comes from the GPU config; each config field cites its me
 from gpusim.timing.mem.dram import BandwidthQueue, Dram
 from gpusim.timing.mem.l1 import L1
 from gpusim.timing.mem.l2 import MemorySystem, SectorCache
-from gpusim.timing.mem.lsu import AccessQueue
+from gpusim.timing.mem.lsu import AccessQueue, Stage
 
-__all__ = ["AccessQueue", "BandwidthQueue", "Dram", "L1", "MemorySystem", "SectorCache"]
+__all__ = ["AccessQueue", "Stage", "BandwidthQueue", "Dram", "L1", "MemorySystem", "SectorCache"]

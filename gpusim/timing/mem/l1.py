@@ -22,6 +22,8 @@ from gpusim.timing.mem.l2 import MemorySystem, SectorCache
 
 
 class L1:
+    """The L1 of one SM: a sector LRU in front of the chip's `MemorySystem`."""
+
     def __init__(self, cfg, memory: MemorySystem):
         l1 = cfg.memory.l1
         self.cache = SectorCache(l1.size_bytes, l1.sector_bytes)
@@ -30,20 +32,21 @@ class L1:
         self.miss_limit = l1.miss_bytes_per_warp  # None: no per-warp limit
         self.memory = memory
 
-    def load(self, now: float, sectors, readonly: bool = False, warp=None, nbytes: int = 0) -> float:
-        """Loads through the read-only/texture path are cached in L1 on every card here; plain
+    def load(self, now: float, ready: float, sectors, readonly: bool = False, warp=None, nbytes: int = 0) -> float:
+        """A load issued at `now` whose lines have passed the tag stage at `ready`: the cycle its data is
+        there. Loads through the read-only/texture path are cached in L1 on every card here; plain
         global loads only where the card caches them (`caches_global_loads`)."""
         if self.caches_loads or readonly:
             missing = [s for s in sectors if not self.cache.access(s)]
         else:
             missing = list(sectors)
         # configured L2/DRAM latencies are end to end (pointer chases), so a miss does not add L1's
-        done = now + self.latency if len(missing) < len(sectors) else now
+        done = ready + self.latency if len(missing) < len(sectors) else ready
         if missing:
             if self.miss_limit is None or warp is None:
-                return max(done, self.memory.fetch(now, missing))
+                return max(done, self.memory.fetch(now, missing, ready))
             n = min(self.miss_limit, nbytes)
-            finish = self.memory.fetch(self._miss_slot(warp, now, n), missing)
+            finish = self.memory.fetch(now, missing, self._miss_slot(warp, ready, n))
             warp.misses.append((finish, n))
             done = max(done, finish)
         return done
@@ -61,5 +64,5 @@ class L1:
             i += 1
         return start
 
-    def store(self, now: float, sectors) -> float:
-        return self.memory.store(now, sectors)
+    def store(self, now: float, ready: float, sectors) -> float:
+        return self.memory.store(now, sectors, ready)

@@ -9,7 +9,7 @@
   the kernel's end stays in L2 (Nsight counts no write-back after the kernel).
 - Capacity is the measured effective one: a buffer read twice by the whole GPU comes from DRAM once
   up to 32 MB and twice from 48 MB on (H100 `read_twice`), though the card reports 50 MB; written
-  data stays in L2 up to about 20 MB (`write_once`: DRAM writes = buffer - 19.5..21 MB).
+  data stays in L2 up to about 21.4 MiB (`write_once`: DRAM writes = buffer - 21.2..21.7 MiB).
 - One latency for every SM: a pointer chase over lines another SM walked last costs 270-298 cycles
   per load on each of the 132 SMs (validation/h100/micro/memory5_h100.json, `partition`), so the
   near/far split reported for the H800 (264.5 / 502 cycles [LUO25]) is not modelled.
@@ -84,34 +84,36 @@ class MemorySystem:
         self._dram_credit = 0.0
 
     # ---- loads -----------------------------------------------------------------------------------
-    def fetch(self, now: float, sectors) -> float:
-        """Sectors a load missed in L1: serve them from L2 or DRAM; return the completion cycle."""
-        done = now
+    def fetch(self, now: float, sectors, start: float) -> float:
+        """Sectors a load issued at `now` missed in L1, sent no earlier than `start` (the L1 stage, the
+        warp's miss limit): serve them from L2 or DRAM; return the completion cycle. Bandwidth is
+        booked at `now` (see BandwidthQueue)."""
+        done = start
         sb = self.sector_bytes
         to_dram = self._to_dram()  # sampled mode: decided per access, see _to_dram
+        self.l2_bytes += sb * len(sectors)
         for s in sectors:
             t = self.l2_queue.serve(now, sb)
-            self.l2_bytes += sb
             ready = self.l2.lookup(s)
             if ready is not None:  # in L2, or on its way from DRAM
-                finish = max(t + self.l2_latency, ready)
+                finish = max((t if t > start else start) + self.l2_latency, ready)
             else:
-                finish = self.dram.read(now, sb) if to_dram else now + self.dram.latency
+                finish = self.dram.read(now, sb, start) if to_dram else start + self.dram.latency
                 self._evicted(self.l2.fill(s, finish), now)
             if finish > done:
                 done = finish
         return done
 
     # ---- stores ----------------------------------------------------------------------------------
-    def store(self, now: float, sectors) -> float:
-        """Sectors a store writes (through L1): allocated in L2 dirty, no DRAM read. Returns the cycle
-        the last write has reached L2."""
-        done = now
+    def store(self, now: float, sectors, start: float) -> float:
+        """Sectors a store issued at `now` writes (through L1), sent no earlier than `start`: allocated
+        in L2 dirty, no DRAM read. Returns the cycle the last write has reached L2."""
+        done = start
         sb = self.sector_bytes
+        self.l2_bytes += sb * len(sectors)
         for s in sectors:
             t = self.l2_queue.serve(now, sb * self.write_cost)
-            self.l2_bytes += sb
-            finish = t + self.l2_latency
+            finish = (t if t > start else start) + self.l2_latency
             ready = self.l2.sectors.get(s)
             self._evicted(self.l2.fill(s, finish if ready is None else max(ready, finish)), now)
             self._make_dirty(s, now)
@@ -143,9 +145,6 @@ class MemorySystem:
             if d:
                 self.dirty[s] = None
                 self.dirty.move_to_end(s)
-        present = self.l2.sectors
-        for s in [s for s in self.dirty if s not in present]:
-            del self.dirty[s]
         while len(self.dirty) > self.dirty_capacity:
             self.dirty.popitem(last=False)
 

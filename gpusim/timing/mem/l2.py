@@ -63,9 +63,12 @@ class SectorCache:
 class MemorySystem:
     """Chip-wide L2 and DRAM shared by all SMs (each SM owns an `L1`)."""
 
-    def __init__(self, cfg, clock_mhz: float, share: float = 1.0):
-        """`share`: the fraction of the chip this model stands for (sampled mode simulates a few SMs
-        and gives them their part of the L2/DRAM bandwidth and of the L2's room for dirty data)."""
+    def __init__(self, cfg, clock_mhz: float, share: float = 1.0, dirty_share: float | None = None):
+        """`share`: the fraction of the chip's L2/DRAM bandwidth this model sees (sampled mode
+        simulates a few SMs and gives them their part). `dirty_share` (default `share`): the fraction
+        of the L2's room for dirty data it gets: sampled mode simulates a few CTAs of those SMs and
+        gives them room in proportion to the grid's writes they stand for, so that writes beyond the
+        dirty limit are written back from the simulated window as from the whole kernel."""
         mem = cfg.memory
         l2 = mem.l2
         self.sector_bytes = sb = mem.l1.sector_bytes
@@ -75,7 +78,7 @@ class MemorySystem:
         self.write_cost = l2.bandwidth_bytes_per_cycle / l2.write_bandwidth_bytes_per_cycle \
             if l2.write_bandwidth_bytes_per_cycle else 1.0
         limit = l2.dirty_limit_bytes if l2.dirty_limit_bytes is not None else self.l2.capacity * sb
-        self.dirty_capacity = max(1, int(limit * share) // sb)
+        self.dirty_capacity = max(1, int(limit * (share if dirty_share is None else dirty_share)) // sb)
         self.dirty: OrderedDict[int, None] = OrderedDict()  # dirty sectors, oldest write first
         self.dram = Dram(mem.dram.bandwidth_gb_s * 1e9 / (clock_mhz * 1e6) * share, mem.dram.latency_cycles)
         self.l2_latency = l2.latency_cycles

@@ -105,6 +105,7 @@ def parse_listing_text(text: str, source: str = "<listing>", kernel: str | None 
 
 
 _SIZE = re.compile(r"^\s*\.size\s+(\S+?),\s*\((\.L_\w+)\s*-\s*(\S+?)\)\s*$")
+SIZE_DIRECTIVE = _SIZE  # `.size name,(.L_end - name)`: where a code section ends (also read by toolchain.importsass)
 
 
 def _check_complete(sections: dict, kernel: str, lines: list[str], source: str) -> None:

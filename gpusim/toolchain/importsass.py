@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 from gpusim.errors import ListingError, SpecError, ToolchainError
-from gpusim.isa.parser import _SIZE  # `.size name,(.L_end - name)`: the code section's end label
+from gpusim.isa.parser import SIZE_DIRECTIVE
 
 _CODE_FOR = re.compile(r"^\s*code for (sm_\d+)")
 _FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)")
@@ -191,7 +191,7 @@ def splice(meta_listing: str, mangled: str, code_lines: list[str], registers: in
     # the kernel's symbol line ("name:") starts the code in nvdisasm listings: code goes after it,
     # closed by the end label the section's `.size` directive names (the parser checks it is there)
     at = next((i + 1 for i, ln in enumerate(keep) if ln.strip() == f"{mangled}:"), len(keep))
-    end_label = next((m.group(2) for ln in keep if (m := _SIZE.match(ln)) and m.group(1) == mangled), None)
+    end_label = next((m.group(2) for ln in keep if (m := SIZE_DIRECTIVE.match(ln)) and m.group(1) == mangled), None)
     body = keep[:at] + code_lines + ([f"{end_label}:"] if end_label else []) + keep[at:]
     return "\n".join(lines[:start + 1] + body + lines[end:]) + "\n"
 

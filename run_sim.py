@@ -25,7 +25,7 @@ from rich.table import Table
 
 from gpusim import REPO_ROOT
 from gpusim.console import make_console, print_table
-from gpusim.interrupt import MESSAGE as INTERRUPTED, Interrupted, WorkerPool, exit_code, handle_signals
+from gpusim.interrupt import Interrupted, WorkerPool, handle_signals, leave
 from gpusim.timing.results import SimResult
 from gpusim.validate import GTX970_DGEMM  # the seed-000 GTX 970 table (seconds per GEMM)
 from gpusim.workloads import list_workloads
@@ -125,5 +125,4 @@ if __name__ == "__main__":
     try:
         sys.exit(main())
     except (Interrupted, KeyboardInterrupt) as exc:  # Ctrl-C or SIGTERM: the workers are already ended
-        sys.stderr.write(f"run_sim.py: {INTERRUPTED}\n")
-        sys.exit(exit_code(exc))
+        leave("run_sim.py", exc)

@@ -300,13 +300,11 @@ def study(file: Path = typer.Argument(..., help="study file (configs/studies/*.y
         outcome = run_study(spec, out_dir=out, dask=dask, workers=workers, progress=True,
                             console=Console(stderr=True), dask_timeout=dask_timeout)
     except BaseException as exc:
-        from gpusim.interrupt import Interrupted, exit_code
+        from gpusim.interrupt import Interrupted, leave
 
         if not isinstance(exc, (Interrupted, KeyboardInterrupt)):
             raise
-
-        sys.stderr.write("gpusim: study interrupted; finished points are cached, run the same command to resume\n")
-        raise SystemExit(exit_code(exc)) from None
+        leave("gpusim", exc, "study interrupted; finished points are cached, run the same command to resume")
     fails = outcome.failures
     summary = {"study": spec.spec.name, "out": str(outcome.out_dir), "points": len(spec.points),
                "failed": len(fails), "computed": len(outcome.computed), "cached": len(outcome.cached),
@@ -567,7 +565,7 @@ def spec_init(source: Path = typer.Argument(..., help="the .cu file with the ker
 
 
 def main() -> None:
-    from gpusim.interrupt import MESSAGE as INTERRUPTED, Interrupted, exit_code, handle_signals
+    from gpusim.interrupt import Interrupted, handle_signals, leave
 
     handle_signals()  # Ctrl-C and SIGTERM raise Interrupted: one line, exit 130 / 143
     try:
@@ -583,8 +581,7 @@ def main() -> None:
         sys.stderr.write("gpusim: aborted\n")
         sys.exit(130)
     except (Interrupted, KeyboardInterrupt) as exc:  # worker pools end their workers on the way out
-        sys.stderr.write(f"gpusim: {INTERRUPTED}\n")
-        sys.exit(exit_code(exc))
+        leave("gpusim", exc)
     except Exception as exc:  # click usage errors and the like
         if _is_click_error(exc):
             sys.stderr.write(f"gpusim: error: {exc.format_message()} (see gpusim --help)\n")

@@ -28,6 +28,19 @@ class Interrupted(BaseException):
         return signal.Signals(self.signum).name
 
 
+def leave(prefix: str, exc: BaseException, message: str = MESSAGE) -> None:
+    """Print the one line and end the process now (130 / 143). Not `sys.exit`: the interpreter's
+    shutdown would join the worker pool's threads, whose pipes the ended workers have closed, and
+    under load that printed a thread's traceback after the line (tests/test_interrupt.py)."""
+    import os
+    import sys
+
+    sys.stderr.write(f"{prefix}: {message}\n")
+    sys.stderr.flush()
+    sys.stdout.flush()
+    os._exit(exit_code(exc))
+
+
 def exit_code(exc: BaseException) -> int:
     """128 + the signal number, as a shell reports it: 130 for Ctrl-C, 143 for SIGTERM."""
     return 128 + int(getattr(exc, "signum", signal.SIGINT))

@@ -70,6 +70,8 @@ def test_queue_depth_must_be_positive(h100):
         apply_overrides(h100, {"sm.lsu_queue_depth": 0})
     with pytest.raises(GpusimError, match="mio_sub_partition_rate"):
         apply_overrides(h100, {"sm.mio_sub_partition_rate": -1})
+    with pytest.raises(GpusimError, match=r"memory\.l2\.initial.*'cold' or 'warm'"):
+        apply_overrides(h100, {"memory.l2.initial": "hot"})
 
 
 # ---- L2 and DRAM (mem/l2.py, mem/dram.py) ----------------------------------------------------------

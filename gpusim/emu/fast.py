@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpusim.emu import fastint
+from gpusim.emu.fastfp64 import make_dfma
 from gpusim.emu.fastmem import make_load, make_store, whole_rows
 from gpusim.isa.program import RZ
 
@@ -120,5 +121,5 @@ def _ffma(ins, generic, emu):
     return ffma, all_lanes
 
 
-_MAKERS = {"FFMA": _ffma, "LDS": make_load, "LDG": make_load, "LD": make_load,
+_MAKERS = {"FFMA": _ffma, "DFMA": make_dfma, "LDS": make_load, "LDG": make_load, "LD": make_load,
            "STS": make_store, "STG": make_store, "ST": make_store}

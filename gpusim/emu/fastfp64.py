@@ -1,0 +1,105 @@
+"""DFMA on plain register pairs, the inner loop of the FP64 GEMMs, without the per-operand packing of
+the generic handler (ops.dfma, which defines the semantics).
+
+The fused multiply-add is computed exactly from float64 operations (numpy has no fma) with
+Boldo and Melquiond's emulation through rounding to odd [BM08, "Emulation of a FMA and correctly
+rounded sums: proved algorithms using rounding to odd", IEEE Trans. Computers 57(4), Algorithm 5]:
+
+    (uh, ul) = exact product a * b            (Dekker's split)
+    (th, tl) = exact sum c + uh               (TwoSum)
+    v        = tl + ul rounded to odd         (TwoSum, then one ulp outwards if inexact and even)
+    result   = th + v rounded to nearest      = fma(a, b, c)
+
+The theorem needs no underflow and no overflow: where any lane is outside that range (a product or
+result below 2^-960 or zero, a factor beyond 2^995, anything not finite) the whole batch takes the
+generic path instead, which handles every case. Register pairs read for all lanes are kept as
+float64 arrays (with their Dekker halves) until a row of the pair is written, and a result is kept
+as its destination's value: GEMM loops reuse each factor several times and the accumulator always.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpusim.isa.program import RZ
+
+SPLIT = 134217729.0  # 2^27 + 1: Dekker's split of a float64 into two 26-bit halves
+BIG = 2.0**995  # beyond this the split overflows
+TINY = 2.0**-960  # below this products lose bits to underflow
+
+
+def halves(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dekker's split: x = hi + lo, each with at most 26 significant bits."""
+    t = SPLIT * x
+    hi = t - (t - x)
+    return hi, x - hi
+
+
+def fma_round_to_odd(a, b, c, a_halves=None, b_halves=None):
+    """fma(a, b, c) for every lane, or None if a lane is outside the theorem's range (see module)."""
+    with np.errstate(all="ignore"):
+        ah, al = a_halves if a_halves is not None else halves(a)
+        bh, bl = b_halves if b_halves is not None else halves(b)
+        uh = a * b
+        ul = ((ah * bh - uh) + ah * bl + al * bh) + al * bl
+        th = c + uh
+        bv = th - c
+        tl = (c - (th - bv)) + (uh - bv)
+        s = tl + ul
+        bv = s - tl
+        e = (tl - (s - bv)) + (ul - bv)
+        even = (s.view(np.int64) & 1) == 0
+        inexact = e != 0
+        v = np.where(inexact & even, np.nextafter(s, s + e), s)
+        r = th + v
+        mag = np.abs(uh)
+        if not (mag.min() >= TINY and mag.max() < np.inf):
+            return None
+        mag = np.abs(r)
+        if not (mag.min() >= TINY and mag.max() < np.inf):
+            return None
+    return r
+
+
+def _pair_reg(op) -> bool:
+    return op.kind == "reg" and op.width == 64 and op.reg != RZ and \
+        not (op.negate or op.absolute or op.invert or op.suffix)
+
+
+def make_dfma(ins, generic, emu):
+    """DFMA d, a, b, c on plain 64-bit register pairs (no rounding modifier); None otherwise."""
+    if ins.modifiers or len(ins.srcs) != 3 or len(ins.dsts) != 1:
+        return None
+    if not all(_pair_reg(op) for op in ins.srcs + ins.dsts):
+        return None
+    st = emu.state
+    ra, rb, rc = (st.row(op.reg) for op in ins.srcs)
+    rd = st.row(ins.dsts[0].reg)
+    st.row(ins.dsts[0].reg + 1)
+    for op in ins.srcs:
+        st.row(op.reg + 1)  # IndexError (-> generic) for a pair beyond the kernel's registers
+    lanes = st.R.shape[1]
+    if any(abs(r - rd) == 1 for r in (ra, rb, rc)):  # overlapping pairs: leave them to the generic path
+        return None
+
+    def dfma(ex):
+        sel = ex.sel
+        if not (isinstance(sel, slice) and not ex.uniform and ex.full):
+            return generic(ex)
+        if ex.n == lanes:  # every lane of every warp: the kept float64 pairs
+            a, b, c = st.float64_pair(ra), st.float64_pair(rb), st.float64_pair(rc)
+            if max(st.pair_maxabs(ra), st.pair_maxabs(rb)) < BIG:
+                r = fma_round_to_odd(a, b, c, st.pair_halves(ra), st.pair_halves(rb))
+                if r is not None:
+                    st.write_float64_pair(rd, r)
+                    return None
+            return generic(ex)
+        a, b, c = (st.read_float64_pair(r, sel) for r in (ra, rb, rc))
+        if max(np.abs(a).max(), np.abs(b).max()) < BIG:
+            r = fma_round_to_odd(a, b, c)
+            if r is not None:
+                st.write_float64_pair(rd, r, sel)
+                return None
+        return generic(ex)
+
+    return dfma, None

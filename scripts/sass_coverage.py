@@ -93,6 +93,7 @@ def golden_forms() -> tuple[set[str], set[str]]:
     sys.path.insert(0, str(REPO_ROOT / "tests" / "difftest"))
     import gen2
     from gen import KERNELS
+    from pack2 import load as load2
     from replay import LISTING, LISTING2, replay, replay2
 
     golden = dict(np.load(GOLDEN / "difftest_sm_90.npz"))
@@ -104,7 +105,7 @@ def golden_forms() -> tuple[set[str], set[str]]:
         if (out == golden[name]).all():
             exact |= _executed_forms(program, emu)
     npz2 = GOLDEN / "difftest2_sm_90.npz"
-    golden2 = dict(np.load(npz2)) if npz2.exists() else None
+    golden2 = load2(npz2) if npz2.exists() else None
     for name in gen2.KERNELS:
         program = parse_listing(LISTING2, name)
         listed |= {form(i) for i in program.instructions}

@@ -15,6 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "difftest"))
 import gen2  # noqa: E402
+from pack2 import load  # noqa: E402
 from replay import GOLDEN, LISTING2, replay2  # noqa: E402
 
 from gpusim.isa.parser import parse_listing  # noqa: E402
@@ -31,7 +32,7 @@ needs_golden = pytest.mark.skipif(not NPZ.exists(), reason=f"{NPZ.name} not meas
 
 @functools.lru_cache(maxsize=None)
 def _golden():
-    return dict(np.load(NPZ))
+    return load(NPZ)
 
 
 @functools.lru_cache(maxsize=None)

@@ -218,7 +218,8 @@ SIG(d2_regtile)
 }
 
 // warp shuffles of all four kinds with lane / delta / mask operands from the inputs (out of range
-// included), segment widths, 64-bit values, a partial mask in a divergent branch, a butterfly sum
+// included), segment widths, 64-bit values, a partial mask in a divergent branch (reading only
+// lanes of the mask: another lane's value is undefined), a butterfly sum
 SIG(d2_shfl)
 {
     LANE
@@ -231,7 +232,7 @@ SIG(d2_shfl)
     o[5] = __double_as_longlong(__shfl_down_sync(FULL, __longlong_as_double((long long)c64), 1));
     float f = __shfl_xor_sync(FULL, __uint_as_float(a), 16);
     unsigned m = __ballot_sync(FULL, c & 1), r6 = 0;
-    if (c & 1) r6 = __shfl_sync(m, a, __ffs(m) - 1) + __shfl_down_sync(m, b, 1);
+    if (c & 1) r6 = __shfl_sync(m, a, __ffs(m) - 1) + __shfl_sync(m, b, 31 - __clz(m));  // sources in m
     o[6] = U2(__float_as_uint(f), r6);
     unsigned s = a;
     for (int d = 16; d; d >>= 1) s += __shfl_xor_sync(FULL, s, d);

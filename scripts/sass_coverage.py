@@ -6,7 +6,8 @@ lane) in an emulation whose outputs the tests compare with the numpy reference: 
 at their smallest size on every architecture (tests/test_emulator.py runs them and checks them) and
 the issue-13 kernels under tests/data/issue13 (tests/test_issue13.py). Forms that only sit in a listing
 (the trailing `BRA` self-loop and NOP padding, paths no test input takes) are listed as not covered.
-The sm_90 forms also include those of the difftest kernels (tests/difftest/golden/difftest_sm_90.sass);
+The sm_90 forms also include those of the difftest kernels (tests/difftest/golden/difftest_sm_90.sass and,
+second family, difftest2_sm_90.sass);
 "golden" counts the forms executed by the difftest kernels whose outputs all equal the H100's bit for
 bit (tests/test_difftest.py), which also count as covered.
 
@@ -28,6 +29,7 @@ import numpy as np
 
 from gpusim import REPO_ROOT, TRACES_DIR
 from gpusim.emu.emulator import Emulator
+from gpusim.errors import GpusimError
 from gpusim.emu.run import build_launch, check, emulate
 from gpusim.isa.parser import parse_listing
 from gpusim.workloads import list_workloads, load_workload
@@ -85,11 +87,14 @@ def cases():
 
 
 def golden_forms() -> tuple[set[str], set[str]]:
-    """(forms in the difftest listing, forms executed by the difftest kernels whose every output
-    equals the H100's bit for bit when replayed) - sm_90 only."""
+    """(forms in the difftest listings, forms executed by the difftest kernels whose every output
+    equals the GPU's bit for bit when replayed) - sm_90 only. The second family (difftest2) counts
+    in the listing until its golden file is measured."""
     sys.path.insert(0, str(REPO_ROOT / "tests" / "difftest"))
+    import gen2
     from gen import KERNELS
-    from replay import LISTING, replay
+    from pack2 import load as load2
+    from replay import LISTING, LISTING2, replay, replay2
 
     golden = dict(np.load(GOLDEN / "difftest_sm_90.npz"))
     listed, exact = set(), set()
@@ -98,6 +103,19 @@ def golden_forms() -> tuple[set[str], set[str]]:
         listed |= {form(i) for i in program.instructions}
         out, emu = replay(name, golden["A"], golden["B"], golden["C"], record=True)
         if (out == golden[name]).all():
+            exact |= _executed_forms(program, emu)
+    npz2 = GOLDEN / "difftest2_sm_90.npz"
+    golden2 = load2(npz2) if npz2.exists() else None
+    for name in gen2.KERNELS:
+        program = parse_listing(LISTING2, name)
+        listed |= {form(i) for i in program.instructions}
+        if golden2 is None:
+            continue
+        try:
+            out, emu = replay2(name, golden2, record=True)
+        except GpusimError:  # e.g. an opcode the emulator lacks: the kernel covers nothing
+            continue
+        if (out == golden2[name]).all():
             exact |= _executed_forms(program, emu)
     return listed, exact
 

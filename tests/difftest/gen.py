@@ -16,12 +16,14 @@ tests/test_difftest.py replays in the emulator, bit for bit.
 
 from __future__ import annotations
 
-import struct
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from edges import EDGE32, EDGE64  # noqa: E402
 
 HERE = Path(__file__).parent
 K = 8
@@ -77,25 +79,6 @@ extern "C" __global__ void {name}(const unsigned long long *A, const unsigned lo
 {body}
 }}
 """
-
-
-def _f32(x: float) -> int:
-    return struct.unpack("<I", struct.pack("<f", x))[0]
-
-
-def _f64(x: float) -> int:
-    return struct.unpack("<Q", struct.pack("<d", x))[0]
-
-
-EDGE32 = [0, 1, 0xFFFFFFFF, 0x80000000, 0x7FFFFFFF, 31, 32, 33, 63, 64, 0xFFFF, 0x10000, 0x12345678, 3, 0xFFFFFFFE,
-          _f32(0.0), _f32(-0.0), _f32(1.0), _f32(-1.0), _f32(0.5), _f32(2.5), _f32(-2.5), 0x7FC00000, 0xFFC00001,
-          _f32(float("inf")), _f32(float("-inf")), 0x00000801, _f32(2.0**31), _f32(2.0**32), _f32(-2.0**31 - 256),
-          _f32(4294967040.0), _f32(1e10)]
-EDGE64 = [0, 1, 2**64 - 1, 2**63, 2**63 - 1, 2**32, 2**32 - 1, 0x123456789ABCDEF0, 7, 2**64 - 7,
-          _f64(0.0), _f64(-0.0), _f64(1.0), _f64(-1.0), _f64(0.5), _f64(1.5), _f64(-2.5), 0x7FF8000000000000,
-          _f64(float("inf")), _f64(float("-inf")), 0x0000000000000801, _f64(2.0**31), _f64(2.0**63), _f64(2.0**64),
-          _f64(-2.0**63), _f64(4294967295.5), _f64(-1e300), _f64(1e-310), _f64(3.0000000000000004),
-          _f64(1.0 + 2**-24), _f64(16777217.0), _f64(-0.49999999999999994)]
 
 
 def inputs() -> dict[str, np.ndarray]:

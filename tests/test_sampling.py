@@ -38,8 +38,14 @@ def test_sampled_within_two_percent_of_detailed(name, card, n):
 # re-fetches. Since stores allocate in L2 (gpusim/timing/mem/l2.py), the GTX 970's 1.75 MB L2 holds
 # the output tiles too and detailed mode re-reads inputs (3.1 MB against 1.6 MB compulsory): the
 # estimate is 48% low there. Issue 12 item 4 (sampled counters within 5%) is open.
-_COUNTER_GAP = pytest.mark.xfail(strict=True, reason="sampled DRAM estimate has no capacity re-fetches (issue 12 item 4)")
-COUNTER_CASES = [pytest.param(*c, marks=_COUNTER_GAP) if c == ("sgemm_maxas_128", "gtx970", 512) else c
+# Where the inputs fit in L2, sampled mode's DRAM reads are the compulsory traffic (within 1.5% of
+# detailed mode on the cases here). Where they do not (the GTX 970's 1.75 MB L2 and 2 MB of inputs at
+# n=512), the estimate is the simulated SMs' own traffic scaled up, which cannot see the whole grid's
+# capacity pressure: -44% on sgemm_maxas_128 (detailed mode re-reads inputs), +43% on sgemm_maxas_64
+# (the simulated SMs' misses run ahead of the compulsory share). Issue 12 item 4 is open.
+_COUNTER_GAP = pytest.mark.xfail(strict=True, reason="sampled DRAM estimate for inputs larger than L2 (issue 12 item 4)")
+COUNTER_CASES = [pytest.param(*c, marks=_COUNTER_GAP) if c in (("sgemm_maxas_128", "gtx970", 512),
+                                                                ("sgemm_maxas_64", "gtx970", 512)) else c
                  for c in CASES]
 
 
@@ -47,12 +53,11 @@ COUNTER_CASES = [pytest.param(*c, marks=_COUNTER_GAP) if c == ("sgemm_maxas_128"
 def test_sampled_memory_counters_near_detailed(name, card, n):
     # memory counters are the grid's in both modes (sampled: the simulated part scaled by CTAs and by
     # the iterations fast-forwarded over; L2 misses are the sectors DRAM delivers). L1 is per
-    # simulated CTA; DRAM traffic is sampled mode's estimate (compulsory traffic shared by the busy SMs), which
-    # misses capacity re-fetches and order effects by up to 25% here; L1 misses differ by up to 7%
+    # simulated CTA; DRAM traffic is sampled mode's estimate (above); L1 misses differ by up to 7%
     detailed, sampled = _both(name, card, n)
     assert sampled.memory["l1_misses"] == pytest.approx(detailed.memory["l1_misses"], rel=0.1)
-    for counter in ("l2_misses", "dram_read_bytes") if "gemm" in name else ():  # (coalescedMultiply 256: +44%)
-        assert sampled.memory[counter] == pytest.approx(detailed.memory[counter], rel=0.3), counter
+    for counter in ("l2_misses", "dram_read_bytes"):
+        assert sampled.memory[counter] == pytest.approx(detailed.memory[counter], rel=0.05), counter
 
 
 def test_sampled_mode_simulates_a_few_sms_while_the_trace_is_small():
@@ -82,6 +87,12 @@ class _SM:
     def __init__(self, warps):
         self.warps = warps
         self.issued = 0
+
+        class L1:
+            @staticmethod
+            def counters():
+                return [0.0] * 7
+        self.l1 = L1()
 
         class T:
             rows = [[0.0]]

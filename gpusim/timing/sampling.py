@@ -30,6 +30,7 @@ from bisect import bisect_left
 
 import numpy as np
 
+from gpusim.timing.mem.l1 import COUNTERS
 from gpusim.trace.elide import TraceTooShort, main_loop_branch
 
 # iterations kept at each end of the main loop when the trace is built for sampled mode: convergence
@@ -87,6 +88,7 @@ class Sampler:
         self.snapshot = None
         self.extrapolated_cycles = 0.0
         self.extrapolated_instructions = 0
+        self.extrapolated_counters = [0.0] * len(COUNTERS)  # memory traffic of the cycles fast-forwarded over
         self.fast_forwards = 0
         self.synthesized = 0  # left-out iterations made up
         self.spreads: list[tuple[float, float]] = []  # per fast-forward: (cycles, spread of its windows' rates)
@@ -133,11 +135,11 @@ class Sampler:
         in_loop = warps and all(1 <= its[w.gid] < self.loop(w).total() - self.margin for w in warps)
         prog = {w.gid: self.progress(w) for w in warps}
         snap = self.snapshot
-        self.snapshot = (now, prog, [row[:] for row in sm.stalls.rows])
+        self.snapshot = (now, prog, [row[:] for row in sm.stalls.rows], sm.l1.counters())
         if not in_loop or snap is None or set(snap[1]) != set(its) or now <= snap[0]:
             self.rates, self.marks = [], [self.snapshot]
             return
-        t0, prog0, rows0 = snap
+        t0, prog0, rows0, counters0 = snap
         progress = sum(prog[g] - prog0[g] for g in prog)
         if progress <= 0:
             self.rates, self.marks = [], [self.snapshot]
@@ -150,11 +152,15 @@ class Sampler:
         # windows moved cycles by up to 0.95% against the same sampled run without fast-forwards
         # (mean 0.28%, 8 kernels), with 8 by up to 0.54% (mean 0.26%), with 16 by 0.50% (0.14%) at
         # more simulated iterations (bench/sampled_window.py, bench/results/sampled_window.txt)
-        self.window = min(self.max_window, max(self.min_window, self.window_iterations / rate))
+        # The window grows at most 2x per check: a first window at the loop's start, where the warps
+        # wait for their first tiles from DRAM, measures a rate 13x too low (dgemm_unroll_128b h100
+        # 1024), and a window sized from it alone (the 200k-cycle cap) outlasted the whole CTA, so
+        # the loop was never fast-forwarded
+        self.window = min(self.max_window, 2 * self.window, max(self.min_window, self.window_iterations / rate))
         recent = self.rates[-self.converge:]
         if len(recent) < self.converge or (max(recent) - min(recent)) > self.tolerance * float(np.mean(recent)):
             return
-        self._fast_forward(sm, warps, its, now, now - t0, rows0)
+        self._fast_forward(sm, warps, its, now, now - t0, rows0, counters0)
 
     def _cta_rates(self, warps, now: float) -> dict:
         """Iterations per cycle of each resident CTA over the converged windows: the mean of its
@@ -166,7 +172,7 @@ class Sampler:
             per_cta.setdefault(w.cta, []).append((prog_now[w.gid] - prog_then[w.gid]) / (now - t_then))
         return {cta: float(np.mean(r)) for cta, r in per_cta.items()}
 
-    def _fast_forward(self, sm, warps, its, now: float, window: float, rows0) -> None:
+    def _fast_forward(self, sm, warps, its, now: float, window: float, rows0, counters0) -> None:
         """Move the clock on by `span` cycles, the time the first CTA needs to get `margin`
         iterations short of its loop exit, and every CTA by the whole iterations it completes in
         that time at its own rate."""
@@ -191,6 +197,11 @@ class Sampler:
             for pc, (v, v0) in enumerate(zip(row, row0)):
                 if v != v0:
                     row[pc] += (v - v0) * scale
+        # memory counters (mem/l1.COUNTERS): the last window's traffic, scaled likewise (not the
+        # simulated part's mean, which holds the CTAs' cold start: scaled by instructions it put
+        # sgemm_maxas_64 gtx970 512's L2 misses 38% above detailed mode's)
+        for i, (v, v0) in enumerate(zip(sm.l1.counters(), counters0)):
+            self.extrapolated_counters[i] += (v - v0) * scale
         sm.issued += skipped
         self.extrapolated_cycles += span
         self.extrapolated_instructions += skipped

@@ -88,12 +88,6 @@ class _SM:
         self.warps = warps
         self.issued = 0
 
-        class L1:
-            @staticmethod
-            def counters():
-                return [0.0] * 7
-        self.l1 = L1()
-
         class T:
             rows = [[0.0]]
         self.stalls = T()

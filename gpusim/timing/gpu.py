@@ -271,41 +271,29 @@ class GPU:
         return self._result_sampled(sms, memory, occ, workload, size, active, ends, len(ctas), repeats[last], last)
 
     def _memory_scaled(self, memory: dict, sms, scale: float) -> dict:
-        """Sampled mode's cache and traffic counters, scaled to the grid by grid CTAs / traced CTAs.
-        L1 and L2 lookups: each simulated SM's own (mem/l1.COUNTERS) plus what its sampler
-        extrapolated for the loop iterations it fast-forwarded over, at the rate of the window before
-        (the simulated part's mean holds the CTAs' cold start). DRAM bytes: the simulated part's,
-        scaled also by the L2 lookups fast-forwarded over (all / simulated): a window's split of
-        L2 lookups into hits and misses depends on which simulated SM fetched a shared tile first and
-        swings by 3x between windows (sgemm_maxas_64 gtx970 512), while the whole run's misses follow
-        the compulsory share that `MemorySystem._to_dram` sends to DRAM. Global load instructions
-        come from the trace and are scaled by CTAs only."""
-        from gpusim.timing.mem.l1 import COUNTERS
-
-        totals = [0.0] * len(COUNTERS)
-        for sm in sms:
-            for i, (v, x) in enumerate(zip(sm.l1.counters(), sm.sampler.extrapolated_counters)):
-                totals[i] += v + x
-        won = dict(zip(COUNTERS, totals))
-        simulated = memory["l2_hits"] + memory["l2_misses"]  # L2 lookups the simulated part made
-        factor = scale * ((won["l2_hits"] + won["l2_misses"]) / simulated if simulated > 0 else 1.0)
-        out = dict(memory)
-        out["global_load_instructions"] = round(memory["global_load_instructions"] * scale)
-        out["l1_hits"], out["l1_misses"] = round(won["l1_hits"] * scale), round(won["l1_misses"] * scale)
-        out["l2_bytes"] = round(won["l2_bytes"] * scale)
-        out["dram_read_bytes"] = round(memory["dram_read_bytes"] * factor)
+        """Sampled mode's cache and traffic counters, scaled to the grid: the simulated SMs count
+        only the accesses they simulated, so they are scaled by the instructions fast-forwarded
+        over (issued / simulated) and by grid CTAs / traced CTAs (before this they were the
+        simulated part's own: a 4096^3 SGEMM showed 0.2 MB of DRAM traffic). Global load
+        instructions come from the trace and are scaled by CTAs only. (Scaling each SM's traffic in
+        the window before a fast-forward instead fails where a loop's global loads come less often
+        than a window: dgemm_unroll gtx970 256 had none in its windows.)"""
+        issued = sum(sm.issued for sm in sms)
+        simulated = issued - sum(sm.sampler.extrapolated_instructions for sm in sms)
+        factor = scale * (issued / simulated if simulated > 0 else 1.0)
+        out = {k: (round(v * scale) if k == "global_load_instructions" else round(v * factor))
+               for k, v in memory.items()}
         l2 = self.cfg.memory.l2
         if self.footprint_bytes and self.footprint_bytes <= (l2.effective_size_bytes or l2.size_bytes):
             # inputs that fit in L2 come from DRAM once (a cold L2), or not at all (warm): the grid's
             # compulsory traffic, which detailed mode shows on every such case of tests/test_sampling.py
-            # (within 1.5%; the simulated SMs' own estimate above was off by up to +43%)
+            # (within 1.5%; the simulated SMs' own traffic scaled up was off by up to +75%)
             out["dram_read_bytes"] = 0 if l2.initial == "warm" else self.footprint_bytes
-        out["dram_write_bytes"] = round(memory["dram_write_bytes"] * factor)
-        out["dram_bytes"] = out["dram_read_bytes"] + out["dram_write_bytes"]
+            out["dram_bytes"] = out["dram_read_bytes"] + out["dram_write_bytes"]
         # the simulated SMs' L2 cannot hold the other SMs' fills: a load that waits for another
         # SM's fill is a hit in detailed mode. Misses are the sectors DRAM delivers (the grid's
         # estimate, `MemorySystem._to_dram`), hits the rest of the lookups.
-        lookups = round((won["l2_hits"] + won["l2_misses"]) * scale)
+        lookups = out["l2_hits"] + out["l2_misses"]
         out["l2_misses"] = min(lookups, round(out["dram_read_bytes"] / self.cfg.memory.l1.sector_bytes))
         out["l2_hits"] = lookups - out["l2_misses"]
         return out

@@ -30,7 +30,6 @@ from bisect import bisect_left
 
 import numpy as np
 
-from gpusim.timing.mem.l1 import COUNTERS
 from gpusim.trace.elide import TraceTooShort, main_loop_branch
 
 # iterations kept at each end of the main loop when the trace is built for sampled mode: convergence
@@ -88,7 +87,6 @@ class Sampler:
         self.snapshot = None
         self.extrapolated_cycles = 0.0
         self.extrapolated_instructions = 0
-        self.extrapolated_counters = [0.0] * len(COUNTERS)  # memory traffic of the cycles fast-forwarded over
         self.fast_forwards = 0
         self.synthesized = 0  # left-out iterations made up
         self.spreads: list[tuple[float, float]] = []  # per fast-forward: (cycles, spread of its windows' rates)
@@ -135,11 +133,11 @@ class Sampler:
         in_loop = warps and all(1 <= its[w.gid] < self.loop(w).total() - self.margin for w in warps)
         prog = {w.gid: self.progress(w) for w in warps}
         snap = self.snapshot
-        self.snapshot = (now, prog, [row[:] for row in sm.stalls.rows], sm.l1.counters())
+        self.snapshot = (now, prog, [row[:] for row in sm.stalls.rows])
         if not in_loop or snap is None or set(snap[1]) != set(its) or now <= snap[0]:
             self.rates, self.marks = [], [self.snapshot]
             return
-        t0, prog0, rows0, counters0 = snap
+        t0, prog0, rows0 = snap
         progress = sum(prog[g] - prog0[g] for g in prog)
         if progress <= 0:
             self.rates, self.marks = [], [self.snapshot]
@@ -160,7 +158,7 @@ class Sampler:
         recent = self.rates[-self.converge:]
         if len(recent) < self.converge or (max(recent) - min(recent)) > self.tolerance * float(np.mean(recent)):
             return
-        self._fast_forward(sm, warps, its, now, now - t0, rows0, counters0)
+        self._fast_forward(sm, warps, its, now, now - t0, rows0)
 
     def _cta_rates(self, warps, now: float) -> dict:
         """Iterations per cycle of each resident CTA over the converged windows: the mean of its
@@ -172,7 +170,7 @@ class Sampler:
             per_cta.setdefault(w.cta, []).append((prog_now[w.gid] - prog_then[w.gid]) / (now - t_then))
         return {cta: float(np.mean(r)) for cta, r in per_cta.items()}
 
-    def _fast_forward(self, sm, warps, its, now: float, window: float, rows0, counters0) -> None:
+    def _fast_forward(self, sm, warps, its, now: float, window: float, rows0) -> None:
         """Move the clock on by `span` cycles, the time the first CTA needs to get `margin`
         iterations short of its loop exit, and every CTA by the whole iterations it completes in
         that time at its own rate."""
@@ -197,11 +195,6 @@ class Sampler:
             for pc, (v, v0) in enumerate(zip(row, row0)):
                 if v != v0:
                     row[pc] += (v - v0) * scale
-        # memory counters (mem/l1.COUNTERS): the last window's traffic, scaled likewise (not the
-        # simulated part's mean, which holds the CTAs' cold start: scaled by instructions it put
-        # sgemm_maxas_64 gtx970 512's L2 misses 38% above detailed mode's)
-        for i, (v, v0) in enumerate(zip(sm.l1.counters(), counters0)):
-            self.extrapolated_counters[i] += (v - v0) * scale
         sm.issued += skipped
         self.extrapolated_cycles += span
         self.extrapolated_instructions += skipped

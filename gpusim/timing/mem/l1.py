@@ -21,11 +21,6 @@ from __future__ import annotations
 from gpusim.timing.mem.l2 import MemorySystem, SectorCache
 
 
-# the counters an SM's memory traffic is tallied in (L1's own first, then those of L2 and DRAM it caused)
-TALLY = ("l2_hits", "l2_misses", "l2_bytes", "dram_read_bytes", "dram_write_bytes")
-COUNTERS = ("l1_hits", "l1_misses") + TALLY
-
-
 class L1:
     """The L1 of one SM: a sector LRU in front of the chip's `MemorySystem`."""
 
@@ -36,24 +31,6 @@ class L1:
         self.caches_loads = l1.caches_global_loads
         self.miss_limit = l1.miss_bytes_per_warp  # None: no per-warp limit
         self.memory = memory
-        # this SM's share of the chip's L2/DRAM counters (the accesses it sent), in TALLY order:
-        # sampled mode extrapolates each SM's traffic from its own steady-state windows
-        self.tally = [0.0] * len(TALLY)
-
-    def counters(self) -> list[float]:
-        """This SM's L1 hits and misses, then its `tally`, in TALLY order."""
-        return [self.cache.hits, self.cache.misses] + self.tally
-
-    def _sent(self, call, *args) -> float:
-        """Run a MemorySystem call and add the L2/DRAM counts it caused to this SM's tally."""
-        m = self.memory
-        before = (m.l2.hits, m.l2.misses, m.l2_bytes, m.dram.read_bytes, m.dram.write_bytes)
-        done = call(*args)
-        after = (m.l2.hits, m.l2.misses, m.l2_bytes, m.dram.read_bytes, m.dram.write_bytes)
-        t = self.tally
-        for i, (a, b) in enumerate(zip(after, before)):
-            t[i] += a - b
-        return done
 
     def load(self, now: float, ready: float, sectors, readonly: bool = False, warp=None, nbytes: int = 0) -> float:
         """A load issued at `now` whose lines have passed the tag stage at `ready`: the cycle its data is
@@ -67,9 +44,9 @@ class L1:
         done = ready + self.latency if len(missing) < len(sectors) else ready
         if missing:
             if self.miss_limit is None or warp is None:
-                return max(done, self._sent(self.memory.fetch, now, missing, ready))
+                return max(done, self.memory.fetch(now, missing, ready))
             n = min(self.miss_limit, nbytes)
-            finish = self._sent(self.memory.fetch, now, missing, self._miss_slot(warp, ready, n))
+            finish = self.memory.fetch(now, missing, self._miss_slot(warp, ready, n))
             warp.misses.append((finish, n))
             done = max(done, finish)
         return done
@@ -88,4 +65,4 @@ class L1:
         return start
 
     def store(self, now: float, ready: float, sectors) -> float:
-        return self._sent(self.memory.store, now, sectors, ready)
+        return self.memory.store(now, sectors, ready)

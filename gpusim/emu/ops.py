@@ -163,13 +163,15 @@ def sel(ex):
 
 @op("HFMA2", "HADD2", "HMUL2")
 def hfma2(ex):
-    """Packed half2 arithmetic; an immediate pair `h0, h1` is one operand of two halves."""
+    """Packed half2 arithmetic; an immediate pair is one operand of two halves, printed high half
+    first: `HFMA2.MMA R86, -RZ, RZ, 0, 8.94e-07` writes 0x0000000f (the half 15 * 2^-24 in the low
+    bits), where the other path of the same kernel has `MOV R86, 0xf` [difftest2 golden, d2_regtile]."""
     vals, i = [], 0
     srcs = ex.ins.srcs
     while i < len(srcs):
         s = srcs[i]
         if s.kind in ("imm", "fimm") and i + 1 < len(srcs) and srcs[i + 1].kind in ("imm", "fimm"):
-            h = np.array([srcs[i].value, srcs[i + 1].value], dtype=np.float16)
+            h = np.array([srcs[i + 1].value, srcs[i].value], dtype=np.float16)  # low half, high half
             vals.append(np.broadcast_to(h, (ex.n, 2)))
             i += 2
             continue
@@ -385,15 +387,22 @@ def _term(ex, i):
 
 @op("IADD3", "UIADD3")
 def iadd3(ex):
+    """IADD3[.X] d, [Pc0, [Pc1,]] a, b, c[, Pi0, Pi1]: the sum of three 32-bit terms (negated ones as
+    ~x + 1), .X adding both carry-in predicates. The carry out (0, 1 or 2) goes to the predicate
+    destinations as a count: Pc0 = carry >= 1, Pc1 = carry == 2, so that IADD3.X ..., Pc0, Pc1 adds
+    it back whole (a 64-bit sum of three terms: `IADD3 R23, P2, P3, R16, R18, R23` then
+    `IADD3.X R21, R17, R19, R21, P2, P3` [difftest2 golden, d2_index]; which of the two flags the
+    hardware sets for a carry of 1 is not observable through .X and is not measured)."""
     vals = _srcs_values(ex)[:3]
     total = _term(ex, vals[0]) + _term(ex, vals[1]) + _term(ex, vals[2])
     if "X" in ex.ins.modifiers:
         for i in [i for i, s in enumerate(ex.ins.srcs) if s.kind in ("pred", "upred")][:2]:
             total = total + ex.pred(i).astype(np.uint64)
     ex.write(0, (total & M32).astype(U32))
+    carry = (total >> np.uint64(32)) & np.uint64(3)  # the terms are < 2^33 each
     for j, d in enumerate(ex.ins.dsts[1:3], start=1):
         if d.kind in ("pred", "upred"):
-            ex.write_pred(j, ((total >> np.uint64(31 + j)) & np.uint64(1)).astype(bool))
+            ex.write_pred(j, carry >= np.uint64(j))
     if ex.ins.dsts[0].suffix and "CC" in ex.ins.dsts[0].suffix:
         ex.write_cc((total >> np.uint64(32)) & np.uint64(1))
 

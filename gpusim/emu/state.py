@@ -233,11 +233,22 @@ class Exec:
             v = -v
         return v
 
-    def u64(self, i: int) -> np.ndarray:
-        op = self.ins.srcs[i]
+    def _raw64(self, op: Operand) -> np.ndarray:
         if op.kind == "imm":
             return np.full(self.n, op.value & 0xFFFFFFFFFFFFFFFF, np.uint64)
         return pack64(self._raw(op, 0), self._raw(op, 1))
+
+    def u64(self, i: int) -> np.ndarray:
+        """A 64-bit integer operand (register pair low, high); `~` and `-` apply to all 64 bits
+        (`UIMAD.WIDE UR4, UR10, 0x8, -UR4` subtracts the pair UR4:UR5 [difftest2 golden, d2_stride])."""
+        op = self.ins.srcs[i]
+        v = self._raw64(op)
+        if op.kind != "imm":
+            if op.invert:
+                v = ~v
+            if op.negate:
+                v = np.uint64(0) - v
+        return v
 
     def f64(self, i: int) -> np.ndarray:
         op = self.ins.srcs[i]
@@ -246,7 +257,7 @@ class Exec:
         elif op.kind == "imm":  # a 64-bit float's high word written as a hex integer
             v = (np.full(self.n, op.value & MASK32, np.uint64) << np.uint64(32)).view(np.float64)
         else:
-            v = self.u64(i).view(np.float64)
+            v = self._raw64(op).view(np.float64)
         if op.absolute:
             v = np.abs(v)
         if op.negate:

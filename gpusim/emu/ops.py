@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpusim.emu.memory import SHARED_WINDOW_HI, MemoryFault
 from gpusim.emu.state import U32, pack64
 from gpusim.isa.program import RZ
 
@@ -927,27 +928,92 @@ def _mem_operand(ex):
     return next(s for s in ex.ins.srcs if s.kind == "mem")
 
 
+_SUB_WORD = {"U8": 1, "S8": 1, "U16": 2, "S16": 2}
+
+
 def _nbytes(ex):
     from gpusim.isa.widths import access_bits
 
     mods = ex.ins.modifiers
-    if any(m in mods for m in ("U8", "S8", "U16", "S16")):
-        raise NotImplementedError("sub-word memory accesses are not emulated")
-    return access_bits(mods) // 8
+    small = next((_SUB_WORD[m] for m in mods if m in _SUB_WORD), None)
+    return small if small is not None else access_bits(mods) // 8
+
+
+def _space(ex):
+    """(memory, rows) for the instruction's state space: shared rows are CTA slots, local rows lanes;
+    global memory has no rows."""
+    emu, opc = ex.emu, ex.ins.opcode
+    if opc in ("LDS", "STS"):
+        return emu.shared, emu.shared_rows(ex)
+    if opc in ("LDL", "STL"):
+        lanes = np.arange(ex.sel.start, ex.sel.stop) if isinstance(ex.sel, slice) else ex.sel
+        return emu.local, lanes[ex.active]
+    return emu.memory, None
+
+
+def _generic_shared(ex, addrs):
+    """LD/ST take generic addresses: the lanes whose address is in the shared window (memory.
+    SHARED_WINDOW, 4 GB) access their CTA's shared memory at the offset in the window, the others
+    global memory [PTX ISA, generic addressing]. None when no lane is in the window."""
+    if ex.ins.opcode not in ("LD", "ST"):
+        return None
+    inside = (addrs >> np.uint64(32)) == np.uint64(SHARED_WINDOW_HI)
+    return inside if inside.any() else None
+
+
+def _load_words(ex, addrs, nbytes):
+    memory, rows = _space(ex)
+    shared = _generic_shared(ex, addrs)
+    if shared is None:
+        return memory.load(addrs, nbytes) if rows is None else memory.load(rows, addrs, nbytes)
+    words = np.zeros((max(1, nbytes // 4), len(addrs)), U32)
+    with _lanes_of(shared):
+        words[:, shared] = ex.emu.shared.load(ex.emu.shared_rows(ex)[shared], addrs[shared] & M32, nbytes)
+    if not shared.all():
+        with _lanes_of(~shared):
+            words[:, ~shared] = memory.load(addrs[~shared], nbytes)
+    return words
+
+
+def _store_words(ex, addrs, words, nbytes):
+    memory, rows = _space(ex)
+    shared = _generic_shared(ex, addrs)
+    if shared is None:
+        return memory.store(addrs, words, nbytes) if rows is None else memory.store(rows, addrs, words, nbytes)
+    with _lanes_of(shared):
+        ex.emu.shared.store(ex.emu.shared_rows(ex)[shared], addrs[shared] & M32, words[:, shared], nbytes)
+    if not shared.all():
+        with _lanes_of(~shared):
+            memory.store(addrs[~shared], words[:, ~shared], nbytes)
+
+
+class _lanes_of:
+    """A fault inside names the lane among all executing lanes, not among the subset `which`."""
+
+    def __init__(self, which):
+        self.which = which
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if isinstance(exc, MemoryFault):
+            exc.lane = int(np.flatnonzero(self.which)[exc.lane])
+        return False
 
 
 @op("LDG", "LD", "LDS", "LDL")
 def load(ex):
+    """Load 1 to 16 bytes per lane into d (d..d+3); .U8/.U16 zero-extend, .S8/.S16 sign-extend
+    [PTX ISA ld]."""
     m = _mem_operand(ex)
     nbytes = _nbytes(ex)
     addrs = _address(ex, m)
     ex.emu.record_addresses(ex, addrs, nbytes)
-    if ex.ins.opcode == "LDS":
-        words = ex.emu.shared.load(ex.emu.shared_rows(ex), addrs, nbytes)
-    elif ex.ins.opcode == "LDL":
-        raise NotImplementedError("local memory is not emulated")
-    else:
-        words = ex.emu.memory.load(addrs, nbytes)
+    words = _load_words(ex, addrs, nbytes)
+    if any(t in ex.ins.modifiers for t in ("S8", "S16")):
+        shift = np.uint32(32 - 8 * nbytes)
+        words = ((words << shift).view(np.int32) >> shift.astype(np.int32)).view(U32)
     full = np.zeros((words.shape[0], ex.n), dtype=U32)
     full[:, ex.active] = words
     for w in range(words.shape[0]):
@@ -956,6 +1022,7 @@ def load(ex):
 
 @op("STG", "ST", "STS", "STL")
 def store(ex):
+    """Store 1 to 16 bytes per lane from s (s..s+3); .U8/.U16 store the register's low bytes."""
     m = _mem_operand(ex)
     data = next(s for s in ex.ins.srcs if s.kind == "reg")
     nbytes = _nbytes(ex)
@@ -963,12 +1030,7 @@ def store(ex):
     ex.emu.record_addresses(ex, addrs, nbytes)
     words = np.stack([ex.st.R[ex.st.row(data.reg + w)][ex.sel][ex.active] if data.reg != 255
                       else np.zeros(int(ex.active.sum()), U32) for w in range(max(1, nbytes // 4))])
-    if ex.ins.opcode == "STS":
-        ex.emu.shared.store(ex.emu.shared_rows(ex), addrs, words, nbytes)
-    elif ex.ins.opcode == "STL":
-        raise NotImplementedError("local memory is not emulated")
-    else:
-        ex.emu.memory.store(addrs, words, nbytes)
+    _store_words(ex, addrs, words, nbytes)
 
 
 @op("LDC", "ULDC")

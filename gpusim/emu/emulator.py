@@ -149,6 +149,7 @@ class Emulator:
         self.done = ~self.mask.any(axis=1)
         self.waiting = np.zeros(n_warps, dtype=bool)
         self.stacks: list[list] = [[] for _ in range(n_warps)]
+        self.barriers: list[dict] = [{} for _ in range(n_warps)]  # per warp: BSSY barrier -> its entry's lanes
         self.bar_regs: dict = {}
         self.lane_tid = np.tile(tid, len(self.ctas))
         self.record, self.log = record, TraceLog()

@@ -68,7 +68,7 @@ def r2ur(ex):
     ex.write(0, ex.u32(0))
 
 
-@op("NOP", "DEPBAR", "TEXDEPBAR", "MEMBAR", "CCTL", "WARPSYNC", "LDGDEPBAR")
+@op("NOP", "DEPBAR", "TEXDEPBAR", "MEMBAR", "CCTL", "LDGDEPBAR")
 def nop(ex):
     return None
 
@@ -1041,3 +1041,4 @@ def ldc(ex):
 
 # ---- control flow ----------------------------------------------------------------------------------
 from gpusim.emu import control  # noqa: E402,F401  (registers BRA, EXIT, BAR, SSY, ...)
+from gpusim.emu import warp  # noqa: E402,F401  (registers SHFL, VOTE, MATCH, REDUX, FLO, BREV)

@@ -294,10 +294,11 @@ class Exec:
         elif op.kind == "ureg":
             if op.reg == URZ:
                 return
-            if self.uniform:
-                self.st.UR[op.reg + word, self.wids] = v
-            else:  # R2UR and friends: take the first active lane of each warp
-                self.st.UR[op.reg + word, self.wids] = self._first_active(v)
+            if self.uniform:  # a warp whose guard is false writes nothing
+                self.st.UR[op.reg + word, self.wids[self.active]] = v[self.active]
+            else:  # R2UR and friends: take the first active lane of each warp (a warp without one writes nothing)
+                some = self.active.reshape(-1, 32).any(axis=1)
+                self.st.UR[op.reg + word, self.wids[some]] = self._first_active(v)[some]
         else:
             raise NotImplementedError(f"destination kind {op.kind}")
 
@@ -315,7 +316,11 @@ class Exec:
             return
         v = np.broadcast_to(np.asarray(value, dtype=bool), (self.n,))
         if op.kind == "upred" or self.uniform:
-            self.st.UP[op.reg, self.wids] = v if self.uniform else self._first_active(v)
+            if self.uniform:
+                self.st.UP[op.reg, self.wids[self.active]] = v[self.active]
+            else:
+                some = self.active.reshape(-1, 32).any(axis=1)
+                self.st.UP[op.reg, self.wids[some]] = self._first_active(v)[some]
         else:
             self._store(self.st.P[op.reg], v)
 

@@ -242,8 +242,8 @@ def _parse_instruction(index: int, addr: int, text: str, labels: dict, table: Op
     ndst = row.dst
     if row.pdst_lead and operands and operands[0].kind in ("pred", "upred"):
         ndst += 1
-    if row.pdst_follow:
-        while ndst < len(operands) and operands[ndst].kind in ("pred", "upred"):
+    if row.pdst_follow:  # the last operand is always a source (VOTE.ANY R22, PT, P2: PT is written, P2 read)
+        while ndst < len(operands) - 1 and operands[ndst].kind in ("pred", "upred"):
             ndst += 1
     _check_registers(operands, arch)
     need = MIN_SOURCES.get(opcode)

@@ -783,7 +783,14 @@ _NP = {"F64": np.float64, "F32": np.float32, "S32": np.int32, "U32": np.uint32, 
        "U64": np.uint64, "F16": np.float16}
 
 
+_SMALL_INT = {"U8": (0xFF, np.uint8), "S8": (0xFF, np.int8), "U16": (0xFFFF, np.uint16), "S16": (0xFFFF, np.int16)}
+
+
 def _read_typed(ex, i, t):
+    if t in _SMALL_INT:  # I2F.U8 R13, R10: the register's low byte (halfword), zero- or sign-extended
+        mask, dt = _SMALL_INT[t]
+        low = (ex.u32(i) & np.uint32(mask)).astype(np.uint8 if mask == 0xFF else np.uint16)
+        return low.view(dt).astype(np.int64)
     if t == "F64":
         return ex.f64(i)
     if t in ("S64", "U64"):
@@ -808,13 +815,14 @@ def _write_typed(ex, v, t):
 
 _FLOATS = ("F64", "F32", "F16")
 _INT_RANGE = {"S32": (-2**31, 2**31 - 1), "U32": (0, 2**32 - 1), "S64": (-2**63, 2**63 - 1), "U64": (0, 2**64 - 1)}
+_SMALL_RANGE = {"U8": (0, 255), "S8": (-128, 127), "U16": (0, 65535), "S16": (-32768, 32767)}  # sources only
 
 
 def _conversion_types(ins) -> tuple[str, str]:
     """(destination type, source type) of a conversion. Two type modifiers read destination then source
     (I2F.F64.S32, F2I.S64.F64, I2FP.F32.U32); a single one names the integer side, or the float side
     when it is a float type (I2F.U32: u32 -> f32; F2I.U32: f32 -> u32; I2F.F64: s32 -> f64)."""
-    mods = [m for m in ins.modifiers if m in _NP]
+    mods = [m for m in ins.modifiers if m in _NP or m in _SMALL_INT]
     opc = ins.opcode
     if len(mods) >= 2:
         return mods[0], mods[1]
@@ -857,6 +865,8 @@ def convert(ex):
     """Conversions [PTX ISA cvt]: float to integer rounds (default to nearest even, .TRUNC/.FLOOR/.CEIL)
     and saturates to the destination range, NaN giving 0; integer to float rounds by .RN/.RZ/.RM/.RP."""
     dst_t, src_t = _conversion_types(ex.ins)
+    if dst_t in _SMALL_INT:
+        raise NotImplementedError(f"conversion to {dst_t}")
     mods = ex.ins.modifiers
     opc = ex.ins.opcode
     v = _read_typed(ex, 0, src_t)
@@ -880,6 +890,9 @@ def convert(ex):
             ex.write64(0, v.astype(np.uint64) if v.dtype != np.uint64 else v)
         else:
             ex.write(0, (v.astype(np.int64).astype(np.uint64) & M32).astype(U32))
+        return
+    if dst_t in _FLOATS and src_t in _SMALL_RANGE:  # exact in every float type but F16 (not seen)
+        _write_typed(ex, v.astype(_NP[dst_t]), dst_t)
         return
     if dst_t in _FLOATS and src_t in _INT_RANGE:
         mode = next((m for m in mods if m in ("RN", "RZ", "RM", "RP")), "RN")
@@ -1042,3 +1055,4 @@ def ldc(ex):
 # ---- control flow ----------------------------------------------------------------------------------
 from gpusim.emu import control  # noqa: E402,F401  (registers BRA, EXIT, BAR, SSY, ...)
 from gpusim.emu import warp  # noqa: E402,F401  (registers SHFL, VOTE, MATCH, REDUX, FLO, BREV)
+from gpusim.emu import atomics  # noqa: E402,F401  (registers ATOMS, ATOMG, REDG, ATOM, RED)

@@ -79,15 +79,18 @@ CANONICAL_NAN32 = np.uint32(0x7FFFFFFF)  # the NaN every FP32 arithmetic result 
 
 
 def f32_result(r64, mods=(), err=None) -> np.ndarray:
-    """A float64 result rounded to FP32 as the instruction's modifiers say, as uint32 bits: .RZ/.RM/.RP
-    directed rounding (the float64 value is exact for a product and for sums of close exponents; the
-    rounding is stepped one ulp where round-to-nearest went the wrong way), .SAT clamps to [0, 1]
-    with NaN giving +0, and any NaN result becomes the canonical 0x7FFFFFFF [difftest golden]."""
+    """A float64 result rounded to FP32 as the instruction's modifiers say, as uint32 bits. The exact
+    value is r64 + err (err: the float64 sum's rounding error; None or 0 where r64 is exact, as a
+    product of two floats is). Round to nearest even by default: where r64 sits exactly halfway between
+    two floats but the exact value does not, err decides (rounding r64 alone would round twice:
+    1 / 4294967040 came out one ulp low [difftest golden, dt_mufu]); .RZ/.RM/.RP step one ulp where
+    round-to-nearest went the wrong way; .FTZ flushes a denormal result to a zero of its sign; .SAT
+    clamps to [0, 1] with NaN giving +0; any other NaN result becomes the canonical 0x7FFFFFFF."""
     r64 = np.asarray(r64, dtype=np.float64)
     with np.errstate(all="ignore"):
         r = r64.astype(np.float32)
         mode = next((m for m in mods if m in ("RZ", "RM", "RP")), None)
-        if mode is not None:  # exact value = r64 + err (err: the float64 sum's rounding error, if any)
+        if mode is not None:  # exact value = r64 + err
             d = r.astype(np.float64) - r64
             if err is not None:
                 d = d - err
@@ -99,6 +102,10 @@ def f32_result(r64, mods=(), err=None) -> np.ndarray:
                 r = np.where(above, down, r)
             else:
                 r = np.where(above & (r64 >= 0), down, np.where(below & (r64 <= 0), up, r))
+        elif err is not None:
+            r = _break_ties(r64, r, err)
+        if "FTZ" in mods:
+            r = ftz(r)
         if "SAT" in mods:
             r = np.where(np.isnan(r), np.float32(0), np.clip(r, np.float32(0), np.float32(1)))
     bits = np.asarray(r, dtype=np.float32).view(U32)
@@ -108,15 +115,44 @@ def f32_result(r64, mods=(), err=None) -> np.ndarray:
     return np.where(nan, CANONICAL_NAN32, bits) if nan.any() else bits
 
 
+def _break_ties(r64, r, err):
+    """r = float32(r64) rounded to nearest even; where r64 is exactly a midpoint between r and its
+    neighbour beyond r64 and err != 0, the exact value r64 + err is nearer to the float on err's side."""
+    far = np.nextafter(r, np.where(r64 > r, np.float32(np.inf), np.float32(-np.inf)).astype(np.float32))
+    tie = (err != 0) & (r.astype(np.float64) + far.astype(np.float64) == 2 * r64) & np.isfinite(far)
+    if not tie.any():
+        return r
+    toward_far = np.sign(err) == np.sign(far.astype(np.float64) - r64)
+    return np.where(tie & toward_far, far, r)
+
+
+def ftz(x: np.ndarray) -> np.ndarray:
+    """.FTZ: a denormal float32 is a zero of its sign [PTX ISA, .ftz]."""
+    tiny = np.float32(np.finfo(np.float32).tiny)
+    return np.where(np.abs(x) < tiny, np.copysign(np.float32(0), x), x)
+
+
+def _f32_operands(ex, n: int):
+    """The first n FP32 sources as float64 (denormals flushed under .FTZ)."""
+    vals = [ex.f32(i) for i in range(n)]
+    if "FTZ" in ex.ins.modifiers:
+        vals = [ftz(v) for v in vals]
+    return [v.astype(np.float64) for v in vals]
+
+
 @op("FFMA", "FFMA32I")
 def ffma(ex):
-    a, b = ex.f32(0), ex.f32(1)
+    """a * b + c rounded once: the product is exact in float64; the sum of three floats is not
+    (rounding it to float64 and then to FP32 can round twice), so its rounding error (TwoSum) goes to
+    f32_result."""
+    a, b = _f32_operands(ex, 2)
     c = ex.f32(2) if ex.ins.opcode == "FFMA" else f32_from_dst(ex)
     if ex.ins.opcode == "FFMA" and ex.ins.srcs[2].kind == "reg" and ex.ins.srcs[2].reg == RZ:
         c = -c  # RZ as the addend is -0.0, so that a * b + RZ keeps the sign of a zero product [golden]
+    c = (ftz(c) if "FTZ" in ex.ins.modifiers else c).astype(np.float64)
     with np.errstate(all="ignore"):
-        ex.write(0, f32_result(a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64),
-                               ex.ins.modifiers))
+        total, err = _two_sum(a * b, c)
+        ex.write(0, f32_result(total, ex.ins.modifiers, err))
 
 
 def f32_from_dst(ex):
@@ -127,20 +163,21 @@ def f32_from_dst(ex):
 
 @op("FADD", "FADD32I")
 def fadd(ex):
-    a, b = ex.f32(0).astype(np.float64), ex.f32(1).astype(np.float64)
+    """a + b: the float64 sum rounded to FP32 (rounding twice is harmless for a sum of two floats,
+    53 >= 2 * 24 + 2 [Figueroa, "When is double rounding innocuous?", 1995]); its rounding error
+    (TwoSum) serves the directed modes."""
+    a, b = _f32_operands(ex, 2)
     with np.errstate(all="ignore"):
-        total = a + b
-        err = None
-        if any(m in ex.ins.modifiers for m in ("RZ", "RM", "RP")):  # TwoSum: a + b = total + err exactly
-            bv = total - a
-            err = np.where(np.isfinite(total), (a - (total - bv)) + (b - bv), 0.0)
+        total, err = _two_sum(a, b)
         ex.write(0, f32_result(total, ex.ins.modifiers, err))
 
 
 @op("FMUL", "FMUL32I")
 def fmul(ex):
+    """a * b: exact in float64, rounded once."""
+    a, b = _f32_operands(ex, 2)
     with np.errstate(all="ignore"):
-        ex.write(0, f32_result(ex.f32(0).astype(np.float64) * ex.f32(1).astype(np.float64), ex.ins.modifiers))
+        ex.write(0, f32_result(a * b, ex.ins.modifiers))
 
 
 @op("FMNMX")
@@ -214,9 +251,11 @@ def _setp(ex, cond):
 
 @op("FSETP")
 def fsetp(ex):
+    """FSETP.cmp[.FTZ]: the comparison (U: unordered, NaN makes it true), .FTZ comparing denormals as 0."""
     cmp = next(m for m in ex.ins.modifiers if m in _FCMP)
+    a, b = _f32_operands(ex, 2)
     with np.errstate(invalid="ignore"):
-        _setp(ex, _FCMP[cmp](ex.f32(0), ex.f32(1)))
+        _setp(ex, _FCMP[cmp](a, b))
 
 
 @op("DSETP")

@@ -135,6 +135,13 @@ class WarpState:
         if self._derived:
             self._derived.pop(row, None)
 
+    def scratch_bits(self, n: int) -> np.ndarray:
+        """A uint64 work array of n elements, reused (contents undefined)."""
+        bufs = self._scratch.get(("bits", n))
+        if bufs is None:
+            bufs = self._scratch[("bits", n)] = np.empty(n, np.uint64)
+        return bufs
+
     def scratch(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """Two float64 work arrays of n elements, reused between instructions (contents undefined)."""
         bufs = self._scratch.get(n)

@@ -88,8 +88,9 @@ def _redo(bits: np.ndarray, a, b, c):
 
 def _ffma(ins, generic, emu):
     """FFMA d, a, b, c on plain registers: d = float32(fl64(a) * fl64(b) + fl64(c)) rounded once, as
-    ops.ffma, computed in reused float64 buffers (the rare sums that would round twice redone). A multiplicand row read for all lanes is widened once and
-    kept (WarpState.float64_row) until the row is written: GEMM loops reuse each one many times."""
+    ops.ffma, computed in reused float64 buffers (the rare sums that would round twice redone). A
+    multiplicand row read for all lanes is widened once and kept (WarpState.float64_row) until the row
+    is written: GEMM loops reuse each one many times."""
     if ins.modifiers or len(ins.srcs) != 3 or len(ins.dsts) != 1:
         return None
     if not all(_plain_reg(op) for op in ins.srcs + ins.dsts) or ins.dsts[0].reg == RZ:

@@ -11,7 +11,8 @@ and CAST.SPIN, the compare-and-store of the CAS loops nvcc writes for the atomic
 (64-bit shared add/min/max, float shared add): it stores new where old == cmp and returns 1 there,
 0 elsewhere (the loop retries while it is not 1 [difftest2 golden, d2_atoms]). Float adds (.F32 with
 .FTZ: denormal operands and results are zero; .F64) round to nearest; a NaN F32 sum is the canonical
-0x7FFFFFFF, as FADD's.
+0x7FFFFFFF, as FADD's (the golden sums are of small integers: FTZ and NaN here follow the PTX ISA and
+FADD, not a measurement).
 
 Lanes whose addresses meet apply their operations one after the other in lane order (the batch's
 warps in order): the hardware's order is not specified, so only results that every order gives are

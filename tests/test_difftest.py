@@ -18,8 +18,6 @@ from gen import K, KERNELS  # noqa: E402
 from replay import GOLDEN, replay  # noqa: E402
 
 KNOWN = {
-    ("dt_mufu", 0): "IEEE fa / fb: 1 / 4294967040 and 4 more lanes are one ulp low: the fast path refines an "
-                    "exactly rounded MUFU.RCP, not the hardware's approximation (FCHK's rule is modelled too)",
     ("dt_mufu", 2): "__fdividef: MUFU.RCP is the exactly rounded reciprocal, not the hardware approximation",
     ("dt_mufu", 3): "rsqrtf: MUFU.RSQ is exactly rounded, not the hardware approximation (1 ulp, 384 lanes)",
     ("dt_mufu", 4): "__expf: MUFU.EX2 is exactly rounded, not the hardware approximation (1 ulp)",

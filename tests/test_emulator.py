@@ -70,6 +70,23 @@ def test_xmad_sequence_is_32bit_multiply_add():
         assert np.array_equal(emu.state.R[6], expect.astype(np.uint32))
 
 
+def test_ffma_rounds_once():
+    """FFMA of three floats whose float64 sum is a float32 midpoint while the exact value is above it
+    (the last step of the IEEE division 1 / 4294967040 [difftest golden, dt_mufu]): rounded once, up;
+    with .FTZ a denormal result is a zero of its sign."""
+    a = np.full(32, 0x2F800001, np.uint32)  # 2^-32 (1 + 2^-23)
+    a[1::2] |= np.uint32(0x80000000)  # every other lane negated: -(a * b + c)
+    b = np.full(32, 0xB37FFFFE, np.uint32)  # 2^-47 - 2^-24
+    emu = _FakeEmu({1: a, 2: b, 3: a.copy()})
+    _run(emu, "FFMA R4, R1, R2, R3", load_opcode_table("sm_52"))
+    assert (emu.state.R[4] == np.where(np.arange(32) % 2, 0xAF800001, 0x2F800001)).all()
+    emu = _FakeEmu({1: np.full(32, 0x00800000, np.uint32), 2: np.full(32, 0x3F000000, np.uint32),
+                    3: np.full(32, 0x80000000, np.uint32)})  # 2^-126 * 0.5 + (-0): denormal 2^-127
+    _run(emu, "FFMA R4, R1, R2, R3", load_opcode_table("sm_52"))
+    _run(emu, "FFMA.FTZ R5, R1, R2, R3", load_opcode_table("sm_52"))
+    assert (emu.state.R[4] == 0x00400000).all() and (emu.state.R[5] == 0).all()
+
+
 def _demo(data_dir, tmp_path, b_rows="n"):
     spec = yaml.safe_load((data_dir / "demo.yaml").read_text())
     spec["source"] = str(data_dir / "demo_matmul.cu")

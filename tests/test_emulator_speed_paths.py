@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import replace
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -107,10 +108,27 @@ def _sgemm_emulator(arch="sm_90", n=128):
     return emu
 
 
+def _fused(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """a * b + c rounded once to float32 (nearest, ties to even), worked out in exact rationals."""
+    out = np.empty(len(a), np.float32)
+    for i, (x, y, z) in enumerate(zip(a.tolist(), b.tolist(), c.tolist())):
+        exact = Fraction(x) * Fraction(y) + Fraction(z)
+        f = np.float32(float(exact))
+        near = [np.nextafter(f, np.float32(-np.inf)), f, np.nextafter(f, np.float32(np.inf))]
+        out[i] = min(near, key=lambda v: (abs(Fraction(float(v)) - exact), int(v.view(np.uint32)) & 1))
+    return out
+
+
+# a * b + c whose float64 sum lands exactly halfway between two floats (the exact value just above it):
+# the last FFMA of the IEEE division 1 / 4294967040, 2^-32 (1 + 2^-23) * (2^-47 - 2^-24) + 2^-32 (1 + 2^-23)
+# = 2^-32 (1 + 2^-24 + 2^-70), which rounds up; rounded through float64 it went down [difftest, dt_mufu]
+_MIDPOINT = np.array([0x2F800001, 0xB37FFFFE, 0x2F800001], np.uint32).view(np.float32)
+
+
 @pytest.mark.parametrize("lanes", [slice(0, None), slice(32, 96)], ids=["all-lanes", "some-lanes"])
 def test_ffma_fast_path_is_fused_rounding(lanes):
-    """d = float32(fl64(a) * fl64(b) + fl64(c)), with a multiplicand's cached float64 copy dropped
-    when its register is written."""
+    """d = a * b + c rounded once (where the float64 sum is a float32 midpoint too), with a
+    multiplicand's cached float64 copy dropped when its register is written."""
     emu = _sgemm_emulator()
     pc = next(i.index for i in emu.program.instructions if i.opcode == "FFMA" and i.guard is None)
     ins = emu.program.instructions[pc]
@@ -119,9 +137,15 @@ def test_ffma_fast_path_is_fused_rounding(lanes):
     R = emu.state.R
     sel = slice(lanes.start, lanes.stop or R.shape[1])
     wids = np.arange(sel.start // 32, sel.stop // 32)
+    for k, (r, v) in enumerate(zip((ra, rb, rc), _MIDPOINT)):  # plant the midpoint in 8 lanes, every other
+        planted = np.full(8, v, np.float32)  # one negated (a and c negated: the result negated)
+        if k != 1:
+            planted[1::2] *= -1
+        R[r, sel.start + 5:sel.start + 45:5] = planted.view(np.uint32)
     for _ in range(2):
-        a, b, c = (R[r, sel].view(np.float32).astype(np.float64) for r in (ra, rb, rc))
-        expect = (a * b + c).astype(np.float32)
+        a, b, c = (R[r, sel].view(np.float32) for r in (ra, rb, rc))
+        expect = _fused(a, b, c)
+        assert not np.array_equal(expect, (a.astype(np.float64) * b + c).astype(np.float32))  # the trap is set
         emu.handlers[pc](Exec(emu, ins, wids, sel, np.ones(sel.stop - sel.start, bool), False, True))
         assert np.array_equal(R[rd, sel], expect.view(np.uint32))
         ex = Exec(emu, replace(ins, opcode="MOV", srcs=(ins.srcs[2],), dsts=(ins.srcs[0],)), wids, sel,

@@ -35,6 +35,8 @@ def bra(ex):
     if target is None:
         raise NotImplementedError(f"branch target {ex.ins.srcs[-1].text}")
     taken = _taken(ex)
+    if "DIV" in ex.ins.modifiers:
+        taken = taken & _diverged(ex)[:, None]
     cond = next((i for i, s in enumerate(ex.ins.srcs) if s.kind == "pred"), None)
     if cond is not None:  # `@!P1 BRA !P2, target`: taken where the guard and the predicate operand hold
         taken = taken & ex.pred(cond).reshape(-1, 32)
@@ -49,6 +51,23 @@ def bra(ex):
         emu.mask[w] = taken[k]
         emu.pc[w] = target
     return True
+
+
+def _diverged(ex) -> np.ndarray:
+    """BRA.DIV m, target (Volta+): per warp, whether some lane of the member mask m (a uniform or
+    vector register, read from the first executing lane) is not on the warp's current path. nvcc puts
+    it before a warp-synchronous operation with mask m (`__shfl_sync(m, ...)`): a converged warp falls
+    through to the plain SHFL, a diverged one branches to the WARPSYNC.COLLECTIVE path (the rule read
+    off the listing's two paths; the branch itself is not documented)."""
+    op = ex.ins.srcs[0]
+    masks = ex.u32(0).reshape(-1, 32) if op.kind in ("reg", "ureg", "imm") else None
+    if masks is None:
+        raise NotImplementedError(f"BRA.DIV member mask {op.text}")
+    path = ex.emu.mask[ex.wids]
+    first = np.argmax(_taken(ex), axis=1)
+    member = masks[np.arange(len(first)), first]
+    on_path = np.packbits(path, axis=1, bitorder="little").view(np.uint32).ravel()
+    return (member & ~on_path) != 0
 
 
 @control_op("CALL")
@@ -128,13 +147,67 @@ def bar(ex):
 
 @control_op("SSY", "PBK", "BSSY")
 def push_reconvergence(ex):
+    """SSY/PBK (sm_3x/5x) push the reconvergence point, the label; BSSY Bn, label (Volta+) records the
+    convergence barrier Bn of the lanes on the path, released at the BSYNC Bn just before the label
+    (the lanes go on at the label). The entry's lane mask is kept per barrier register too, for
+    BREAK."""
     emu = ex.emu
     label = next(s for s in ex.ins.srcs if s.kind == "label")
     target = emu.program.by_address[label.value]
     kind = "brk" if ex.ins.opcode == "PBK" else "sync"
+    if ex.ins.opcode == "BSSY":
+        barrier = next((s.reg for s in ex.ins.dsts + ex.ins.srcs if s.kind == "breg"), None)
     for k, w in enumerate(ex.wids):
-        emu.stacks[int(w)].append((kind, target, emu.mask[w].copy()))
+        lanes = emu.mask[w].copy()
+        emu.stacks[int(w)].append((kind, target, lanes))
+        if ex.ins.opcode == "BSSY":
+            emu.barriers[int(w)][barrier] = lanes
     emu.pc[ex.wids] = ex.ins.index + 1
+    return True
+
+
+@op("BREAK")
+def break_(ex):
+    """BREAK Bn (Volta+): the executing lanes leave convergence barrier Bn (a loop's `break`): the
+    BSYNC Bn no longer waits for them and does not take them along (they go on elsewhere, normally to
+    an outer BSYNC) [CUDA Binary Utilities: "Break out of the Specified Convergence Barrier"]."""
+    barrier = next(s.reg for s in ex.ins.srcs if s.kind == "breg")
+    taken = _taken(ex)
+    for k, w in enumerate(ex.wids):
+        lanes = ex.emu.barriers[int(w)].get(barrier)
+        if lanes is not None:
+            lanes &= ~taken[k]  # the stack entry holds the same array
+
+
+@op("ENDCOLLECTIVE")
+def end_collective(ex):
+    """ENDCOLLECTIVE: the end of a WARPSYNC.COLLECTIVE block (see there); nothing to do."""
+    return None
+
+
+@control_op("WARPSYNC")
+def warpsync(ex):
+    """WARPSYNC m / WARPSYNC.ALL: the lanes of m wait for each other (__syncwarp). The emulator runs a
+    warp's path as one, so a warp whose lanes of m are all on the path goes on; lanes of m waiting on
+    another path would need the warp's paths to be interleaved, which is not emulated (error).
+    WARPSYNC.COLLECTIVE m, label starts the block up to ENDCOLLECTIVE that a diverged warp runs for a
+    member mask m (the slow path behind BRA.DIV): with m all on the path it runs the block as is."""
+    emu = ex.emu
+    emu.pc[ex.wids] = ex.ins.index + 1
+    if "ALL" in ex.ins.modifiers:
+        members = np.full(len(ex.wids), 0xFFFFFFFF, np.uint32)
+    else:
+        first = np.argmax(_taken(ex), axis=1)
+        members = ex.u32(0).reshape(-1, 32)[np.arange(len(ex.wids)), first]
+    live = np.packbits(~emu.exited[ex.wids], axis=1, bitorder="little").view(np.uint32).ravel()
+    path = np.packbits(emu.mask[ex.wids], axis=1, bitorder="little").view(np.uint32).ravel()
+    away = members & live & ~path
+    executing = _taken(ex).any(axis=1)
+    if (away[executing] != 0).any():
+        k = int(np.flatnonzero(executing & (away != 0))[0])
+        raise NotImplementedError(f"warp {int(ex.wids[k])}: lanes {int(away[k]):#010x} of the member mask "
+                                  f"{int(members[k]):#010x} are on another path (a warp-synchronous operation "
+                                  "over a diverged warp is not emulated)")
     return True
 
 
@@ -162,8 +235,6 @@ def sync_lanes(emu, ins, wids, taken):
         stack = emu.stacks[w]
         kind, pc, merged = stack.pop() if stack else ("sync", ins.index + 1, mask)
         merged = merged & ~emu.exited[w]
-        if kind == "sync" and ins.opcode == "BSYNC":
-            pc = ins.index + 1  # BSYNC sits at the convergence point itself
         emu.mask[w] = merged
         emu.pc[w] = pc
         if not merged.any():

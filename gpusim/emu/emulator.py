@@ -17,7 +17,7 @@ import numpy as np
 from gpusim.emu import ops
 from gpusim.emu.control import CONTROL_OPCODES
 from gpusim.emu.fast import specialise
-from gpusim.emu.memory import GlobalMemory, MemoryFault, SharedMemory
+from gpusim.emu.memory import LOCAL_TOP, SHARED_WINDOW_HI, GlobalMemory, LocalMemory, MemoryFault, SharedMemory
 from gpusim.emu.sanitize import RegisterSanitizer
 from gpusim.emu.state import Exec, WarpState
 from gpusim.errors import EmulationError
@@ -135,7 +135,9 @@ class Emulator:
         n_warps = len(self.ctas) * wpc
         self.state = WarpState(n_warps, program.registers)
         self.shared = SharedMemory(len(self.ctas), program.shared_bytes + launch.dynamic_shared_bytes)
+        self.local = LocalMemory(n_warps * 32, max(program.frame_bytes, program.stack_bytes))
         self.cbank0 = self._constant_bank(params)
+        self._const_bank_words: dict[int, np.ndarray | None] = {}
         self.warp_cta = np.repeat(np.arange(len(self.ctas)), wpc)  # CTA slot of each warp
         self.lane_cta = np.repeat(self.warp_cta, 32)  # CTA slot of each lane
         self._shared_bases: dict[int, np.ndarray] = {}
@@ -147,6 +149,7 @@ class Emulator:
         self.done = ~self.mask.any(axis=1)
         self.waiting = np.zeros(n_warps, dtype=bool)
         self.stacks: list[list] = [[] for _ in range(n_warps)]
+        self.barriers: list[dict] = [{} for _ in range(n_warps)]  # per warp: BSSY barrier -> its entry's lanes
         self.bar_regs: dict = {}
         self.lane_tid = np.tile(tid, len(self.ctas))
         self.record, self.log = record, TraceLog()
@@ -185,23 +188,22 @@ class Emulator:
         ntid, nctaid, stack = self.CBANK0_LAYOUT[self.arch_family // 10]
         bank[ntid:ntid + 12] = np.array(self.launch.block, dtype=np.uint32).view(np.uint8)
         bank[nctaid:nctaid + 12] = np.array(self.launch.grid, dtype=np.uint32).view(np.uint8)
-        bank[stack:stack + 4] = np.array([0xFFFC00], np.uint32).view(np.uint8)
+        bank[stack:stack + 4] = np.array([LOCAL_TOP], np.uint32).view(np.uint8)
         bank[self.program.param_base:self.program.param_base + len(params)] = np.frombuffer(params, np.uint8)
         return bank.view(np.uint32)
 
     def const_word(self, op, word: int, ex: Exec):
-        if op.bank != 0:
-            data = self.program.const_banks.get(op.bank)
-            if data is None or op.reg is not None or op.value + 4 * word + 4 > len(data):
-                raise EmulationError(f"constant bank {op.bank} offset {op.value:#x} is not in the cubin",
-                                     self._where(ex.ins))
-            raw = data[op.value + 4 * word:op.value + 4 * word + 4]
-            return np.full(ex.n, int.from_bytes(raw, "little"), np.uint32)
+        """Word `word` of constant operand c[bank][reg + ureg + imm] per lane (per warp when uniform):
+        bank 0 is the launch's (see _constant_bank), other banks hold the cubin's data."""
+        bank = self.cbank0 if op.bank == 0 else self._const_bank(op.bank)
+        if bank is None:
+            raise EmulationError(f"constant bank {op.bank} is not in the cubin", self._where(ex.ins))
         offset = op.value + 4 * word
         if (op.reg is None or op.reg == 255) and (op.ureg is None or op.ureg == 63):  # one word for all lanes
-            if offset < 0 or offset + 4 > 4 * len(self.cbank0) or offset % 4:
-                raise EmulationError("constant bank access out of bounds or misaligned", self._where(ex.ins))
-            return np.full(ex.n, self.cbank0[offset >> 2], np.uint32)
+            if offset < 0 or offset + 4 > 4 * len(bank) or offset % 4:
+                raise EmulationError(f"constant bank {op.bank} access at {offset:#x} out of bounds "
+                                     f"({4 * len(bank)} bytes) or misaligned", self._where(ex.ins))
+            return np.full(ex.n, bank[offset >> 2], np.uint32)
         offset = np.full(ex.n, offset, np.int64)
         if op.reg is not None and op.reg != 255:  # c[0x0][R2+0x10]: per-lane index
             rows = self.state.R[self.state.row(op.reg)][ex.sel]
@@ -209,9 +211,25 @@ class Emulator:
         if op.ureg is not None and op.ureg != 63:
             u = self.state.UR[op.ureg, ex.wids].astype(np.int64)
             offset = offset + (u if ex.uniform else np.repeat(u, 32))
-        if (offset < 0).any() or (offset + 4 > 4 * len(self.cbank0)).any() or (offset % 4).any():
-            raise EmulationError("constant bank access out of bounds or misaligned", self._where(ex.ins))
-        return self.cbank0[offset >> 2]
+        bad = (offset < 0) | (offset + 4 > 4 * len(bank)) | (offset % 4 != 0)
+        if ex.uniform or ex.active.all():
+            bad = bad.any()
+        else:
+            bad = (bad & ex.active).any()  # lanes that do not execute may hold any index
+            offset = np.where(ex.active, offset, 0)
+        if bad:
+            raise EmulationError(f"constant bank {op.bank} access out of bounds ({4 * len(bank)} bytes) or "
+                                 "misaligned", self._where(ex.ins))
+        return bank[offset >> 2]
+
+    def _const_bank(self, number: int) -> np.ndarray | None:
+        """A constant bank other than 0 as uint32 words (from the cubin; cached)."""
+        banks = self._const_bank_words
+        if number not in banks:
+            data = self.program.const_banks.get(number)
+            banks[number] = None if data is None else np.frombuffer(
+                bytes(data) + bytes(-len(data) % 4), np.uint32)
+        return banks[number]
 
     def special_register(self, name: str, ex: Exec):
         tid = self.lane_tid[ex.sel] if not ex.uniform else self.lane_tid[ex.sel][::32]
@@ -224,7 +242,7 @@ class Emulator:
             "SR_CTAID.X": lambda: np.repeat(ctas % gx, per), "SR_CTAID.Y": lambda: np.repeat((ctas // gx) % gy, per),
             "SR_CTAID.Z": lambda: np.repeat(ctas // (gx * gy), per), "SR_LANEID": lambda: tid % 32,
             "SR_CgaCtaId": lambda: np.zeros(ex.n), "SR_CLOCKLO": lambda: np.full(ex.n, self.clock),
-            "SR_CLOCKHI": lambda: np.zeros(ex.n),
+            "SR_CLOCKHI": lambda: np.zeros(ex.n), "SR_SWINHI": lambda: np.full(ex.n, SHARED_WINDOW_HI),
         }
         if name not in values:
             raise EmulationError(f"special register {name} is not emulated", self._where(ex.ins))

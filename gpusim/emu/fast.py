@@ -60,10 +60,37 @@ def _plain_reg(op) -> bool:
 
 
 # ---- FFMA ------------------------------------------------------------------------------------------
+_LOW28 = np.uint64(0x0FFFFFFF)
+
+
+def _exact_bits(t: np.ndarray, bits: np.ndarray) -> bool:
+    """Whether float32(t) may round twice somewhere, t the float64 sum fl64(a * b + c): it does where
+    t lands exactly halfway between two floats (ops.f32_result), and such a t has its low 28 mantissa
+    bits zero (as has a t that is itself a float32, the common case of exact arithmetic). Leaves
+    those bits in `bits` (uint64, t's size) for `_redo`."""
+    np.bitwise_and(t.view(np.uint64), _LOW28, out=bits)
+    return not bits.all()
+
+
+def _redo(bits: np.ndarray, a, b, c):
+    """(lanes, their correct float32 values) among the lanes `_exact_bits` found, or None: a * b + c
+    redone exactly there (ops._two_sum, ops._break_ties); a, b, c give the operands of given lanes as
+    float64 (read before the destination is written: it may be a source)."""
+    from gpusim.emu.ops import _break_ties, _two_sum
+
+    idx = np.flatnonzero(bits == 0)
+    with np.errstate(all="ignore"):
+        total, err = _two_sum(a(idx) * b(idx), c(idx))
+        fixed = _break_ties(total, total.astype(np.float32), err)
+    wrong = fixed != total.astype(np.float32)
+    return (idx[wrong], fixed[wrong]) if wrong.any() else None
+
+
 def _ffma(ins, generic, emu):
-    """FFMA d, a, b, c on plain registers: d = float32(fl64(a) * fl64(b) + fl64(c)), as ops.ffma,
-    computed in reused float64 buffers. A multiplicand row read for all lanes is widened once and
-    kept (WarpState.float64_row) until the row is written: GEMM loops reuse each one many times."""
+    """FFMA d, a, b, c on plain registers: d = float32(fl64(a) * fl64(b) + fl64(c)) rounded once, as
+    ops.ffma, computed in reused float64 buffers (the rare sums that would round twice redone). A
+    multiplicand row read for all lanes is widened once and kept (WarpState.float64_row) until the row
+    is written: GEMM loops reuse each one many times."""
     if ins.modifiers or len(ins.srcs) != 3 or len(ins.dsts) != 1:
         return None
     if not all(_plain_reg(op) for op in ins.srcs + ins.dsts) or ins.dsts[0].reg == RZ:
@@ -92,8 +119,13 @@ def _ffma(ins, generic, emu):
             np.copyto(u, c_all)
             c = u
         np.add(t, c, out=t)
+        bits = st.scratch_bits(lanes)
+        fix = _redo(bits, lambda i: widened(ra)[i], lambda i: widened(rb)[i], lambda i: c[i]) \
+            if _exact_bits(t, bits) else None
         forget(rd)
         np.copyto(d_all, t, casting="same_kind")
+        if fix is not None:
+            d_all[fix[0]] = fix[1]
         if clean:
             derived(rd, "nan_free", _true)
         else:
@@ -106,8 +138,13 @@ def _ffma(ins, generic, emu):
         np.multiply(p, q, out=p)
         np.copyto(q, f32[rc, sel])
         np.add(p, q, out=p)
+        bits = st.scratch_bits(len(p))
+        fix = _redo(bits, lambda i: f32[ra, sel][i].astype(np.float64), lambda i: f32[rb, sel][i].astype(np.float64),
+                    lambda i: q[i]) if _exact_bits(p, bits) else None
         st.forget(rd)
         np.copyto(f32[rd, sel], p, casting="same_kind")
+        if fix is not None:
+            f32[rd, sel][fix[0]] = fix[1]
         _canonical_nan(p, f32[rd, sel])
 
     def ffma(ex):

@@ -1,5 +1,10 @@
 """Device memory for the emulator: global buffers at device-like addresses, per-CTA shared memory,
-constant bank 0. Every access is bounds- and alignment-checked; a fault names the address."""
+per-thread local memory. Every access is bounds- and alignment-checked; a fault names the address.
+
+Accesses move 1, 2, 4, 8 or 16 bytes. A load returns the loaded words per lane (shape
+(words, lanes)); 1- and 2-byte accesses come back zero-extended in one word (the instruction
+sign-extends .S8/.S16) and store the low bytes of their word (PTX ISA, ld/st: "the value is
+zero- or sign-extended to the register's size", st of a narrower type stores the low bits)."""
 
 from __future__ import annotations
 
@@ -62,6 +67,11 @@ class GlobalMemory:
 
     def _word_index(self, addrs: np.ndarray, nbytes: int) -> np.ndarray:
         """Arena word index of each address; faults on unmapped, out-of-bounds or misaligned access."""
+        return self._offset(addrs, nbytes) >> 2
+
+    def _offset(self, addrs: np.ndarray, nbytes: int) -> np.ndarray:
+        """Arena byte offset of each address (int64); faults on unmapped, out-of-bounds or misaligned
+        access."""
         addrs = addrs.astype(np.uint64, copy=False)
         if addrs.size == 0:
             return addrs.astype(np.int64)
@@ -73,7 +83,7 @@ class GlobalMemory:
             bad = int(np.argmin(ok))
             kind = "misaligned" if misaligned[bad] else "out-of-bounds"
             raise MemoryFault(f"{kind} global access of {nbytes} bytes", bad, int(addrs[bad]))
-        return ((addrs - np.uint64(GLOBAL_BASE)) >> np.uint64(2)).astype(np.int64)
+        return (addrs - np.uint64(GLOBAL_BASE)).astype(np.int64)
 
     def units(self, nbytes: int) -> np.ndarray:
         """The arena as an array of `nbytes`-sized units (a view): address a is unit
@@ -98,18 +108,34 @@ class GlobalMemory:
         return (addrs - GLOBAL_BASE) >> (nbytes.bit_length() - 1) if inside else None
 
     def load(self, addrs: np.ndarray, nbytes: int) -> np.ndarray:
-        """Words loaded per lane: shape (nbytes // 4, lanes), uint32."""
-        idx = self._word_index(addrs, nbytes)
-        return np.stack([self.words[idx + i] for i in range(max(1, nbytes // 4))])
+        """Words loaded per lane: shape (max(1, nbytes // 4), lanes), uint32."""
+        offset = self._offset(addrs, nbytes)
+        if nbytes < 4:
+            return _small_view(self.arena, nbytes)[offset // nbytes].astype(np.uint32)[None]
+        idx = offset >> 2
+        return np.stack([self.words[idx + i] for i in range(nbytes // 4)])
 
     def store(self, addrs: np.ndarray, words: np.ndarray, nbytes: int) -> None:
-        idx = self._word_index(addrs, nbytes)
-        for i in range(max(1, nbytes // 4)):
+        offset = self._offset(addrs, nbytes)
+        if nbytes < 4:
+            _small_view(self.arena, nbytes)[offset // nbytes] = words[0]  # the low bytes (casting wraps)
+            return
+        idx = offset >> 2
+        for i in range(nbytes // 4):
             self.words[idx + i] = words[i]
 
 
+def _small_view(data: np.ndarray, nbytes: int) -> np.ndarray:
+    """Contiguous memory (any shape) as a flat array of 1- or 2-byte units."""
+    return data.reshape(-1).view(np.uint8 if nbytes == 1 else np.uint16)
+
+
 class SharedMemory:
-    """Shared memory of the emulated CTAs: one row of `size` bytes per CTA slot."""
+    """Shared memory of the emulated CTAs: one row of `size` bytes per CTA slot (addresses from
+    `base`)."""
+
+    space = "shared"
+    base = 0
 
     def __init__(self, n_ctas: int, size: int):
         self.size = size
@@ -126,20 +152,54 @@ class SharedMemory:
         aligned."""
         return lo >= 0 and hi + nbytes <= self.size and bits & (nbytes - 1) == 0
 
-    def _index(self, cta_rows: np.ndarray, addrs: np.ndarray, nbytes: int):
-        addrs = addrs.astype(np.int64, copy=False)
-        bad = (addrs < 0) | (addrs + nbytes > self.size) | (addrs % nbytes != 0)
+    def _offset(self, addrs: np.ndarray, nbytes: int) -> np.ndarray:
+        """Byte offset of each address in its row; faults on out-of-bounds or misaligned access."""
+        offset = addrs.astype(np.int64, copy=False) - self.base
+        bad = (offset < 0) | (offset + nbytes > self.size) | (offset % nbytes != 0)
         if bad.any():
             i = int(np.argmax(bad))
-            kind = "misaligned" if addrs[i] % nbytes else "out-of-bounds"
-            raise MemoryFault(f"{kind} shared access of {nbytes} bytes (shared size {self.size})", i, int(addrs[i]))
-        return cta_rows, addrs >> 2
+            kind = "misaligned" if offset[i] % nbytes else "out-of-bounds"
+            raise MemoryFault(f"{kind} {self.space} access of {nbytes} bytes ({self.space} size {self.size})", i,
+                              int(addrs[i]))
+        return offset
 
-    def load(self, cta_rows, addrs, nbytes):
-        rows, idx = self._index(cta_rows, addrs, nbytes)
-        return np.stack([self.words[rows, idx + i] for i in range(max(1, nbytes // 4))])
+    def load(self, rows, addrs, nbytes):
+        """Words loaded per lane from row `rows[i]` (CTA slot, or lane for local memory)."""
+        offset = self._offset(addrs, nbytes)
+        if nbytes < 4:
+            per_row = self.words.shape[1] * 4 // nbytes
+            return _small_view(self.words, nbytes)[rows * per_row + offset // nbytes].astype(np.uint32)[None]
+        idx = offset >> 2
+        return np.stack([self.words[rows, idx + i] for i in range(nbytes // 4)])
 
-    def store(self, cta_rows, addrs, words, nbytes):
-        rows, idx = self._index(cta_rows, addrs, nbytes)
-        for i in range(max(1, nbytes // 4)):
+    def store(self, rows, addrs, words, nbytes):
+        offset = self._offset(addrs, nbytes)
+        if nbytes < 4:
+            per_row = self.words.shape[1] * 4 // nbytes
+            _small_view(self.words, nbytes)[rows * per_row + offset // nbytes] = words[0]
+            return
+        idx = offset >> 2
+        for i in range(nbytes // 4):
             self.words[rows, idx + i] = words[i]
+
+
+# Generic addresses (LD/ST): the CTA's shared memory appears in a window whose high word is SR_SWINHI
+# (`S2R R5, SR_SWINHI` then `{shared address, R5}` converts a shared pointer to a generic one). The
+# window's place on the H100 is not measured (it is never seen in a kernel's output): the emulator
+# puts it where no global buffer can be.
+SHARED_WINDOW_HI = 0x0001_0000
+SHARED_WINDOW = SHARED_WINDOW_HI << 32
+
+LOCAL_TOP = 0xFFFC00  # the stack pointer a kernel starts with (constant bank 0; R1 = c[0x0][0x28] on sm_90)
+
+
+class LocalMemory(SharedMemory):
+    """Per-thread local memory: one row per lane holding the `size` bytes below LOCAL_TOP, the
+    kernel's stack frame (the prologue moves R1 down by the frame: `VIADD R1, R1, 0xffffff20`).
+    An access outside the frame faults."""
+
+    space = "local"
+
+    def __init__(self, n_lanes: int, size: int):
+        super().__init__(n_lanes if size else 0, size)
+        self.base = LOCAL_TOP - size

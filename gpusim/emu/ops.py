@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpusim.emu.memory import SHARED_WINDOW_HI, MemoryFault
 from gpusim.emu.state import U32, pack64
 from gpusim.isa.program import RZ
 
@@ -67,7 +68,7 @@ def r2ur(ex):
     ex.write(0, ex.u32(0))
 
 
-@op("NOP", "DEPBAR", "TEXDEPBAR", "MEMBAR", "CCTL", "WARPSYNC", "LDGDEPBAR")
+@op("NOP", "DEPBAR", "TEXDEPBAR", "MEMBAR", "CCTL", "LDGDEPBAR")
 def nop(ex):
     return None
 
@@ -78,15 +79,18 @@ CANONICAL_NAN32 = np.uint32(0x7FFFFFFF)  # the NaN every FP32 arithmetic result 
 
 
 def f32_result(r64, mods=(), err=None) -> np.ndarray:
-    """A float64 result rounded to FP32 as the instruction's modifiers say, as uint32 bits: .RZ/.RM/.RP
-    directed rounding (the float64 value is exact for a product and for sums of close exponents; the
-    rounding is stepped one ulp where round-to-nearest went the wrong way), .SAT clamps to [0, 1]
-    with NaN giving +0, and any NaN result becomes the canonical 0x7FFFFFFF [difftest golden]."""
+    """A float64 result rounded to FP32 as the instruction's modifiers say, as uint32 bits. The exact
+    value is r64 + err (err: the float64 sum's rounding error; None or 0 where r64 is exact, as a
+    product of two floats is). Round to nearest even by default: where r64 sits exactly halfway between
+    two floats but the exact value does not, err decides (rounding r64 alone would round twice:
+    1 / 4294967040 came out one ulp low [difftest golden, dt_mufu]); .RZ/.RM/.RP step one ulp where
+    round-to-nearest went the wrong way; .FTZ flushes a denormal result to a zero of its sign; .SAT
+    clamps to [0, 1] with NaN giving +0; any other NaN result becomes the canonical 0x7FFFFFFF."""
     r64 = np.asarray(r64, dtype=np.float64)
     with np.errstate(all="ignore"):
         r = r64.astype(np.float32)
         mode = next((m for m in mods if m in ("RZ", "RM", "RP")), None)
-        if mode is not None:  # exact value = r64 + err (err: the float64 sum's rounding error, if any)
+        if mode is not None:  # exact value = r64 + err
             d = r.astype(np.float64) - r64
             if err is not None:
                 d = d - err
@@ -98,6 +102,10 @@ def f32_result(r64, mods=(), err=None) -> np.ndarray:
                 r = np.where(above, down, r)
             else:
                 r = np.where(above & (r64 >= 0), down, np.where(below & (r64 <= 0), up, r))
+        elif err is not None:
+            r = _break_ties(r64, r, err)
+        if "FTZ" in mods:
+            r = ftz(r)
         if "SAT" in mods:
             r = np.where(np.isnan(r), np.float32(0), np.clip(r, np.float32(0), np.float32(1)))
     bits = np.asarray(r, dtype=np.float32).view(U32)
@@ -107,15 +115,44 @@ def f32_result(r64, mods=(), err=None) -> np.ndarray:
     return np.where(nan, CANONICAL_NAN32, bits) if nan.any() else bits
 
 
+def _break_ties(r64, r, err):
+    """r = float32(r64) rounded to nearest even; where r64 is exactly a midpoint between r and its
+    neighbour beyond r64 and err != 0, the exact value r64 + err is nearer to the float on err's side."""
+    far = np.nextafter(r, np.where(r64 > r, np.float32(np.inf), np.float32(-np.inf)).astype(np.float32))
+    tie = (err != 0) & (r.astype(np.float64) + far.astype(np.float64) == 2 * r64) & np.isfinite(far)
+    if not tie.any():
+        return r
+    toward_far = np.sign(err) == np.sign(far.astype(np.float64) - r64)
+    return np.where(tie & toward_far, far, r)
+
+
+def ftz(x: np.ndarray) -> np.ndarray:
+    """.FTZ: a denormal float32 is a zero of its sign [PTX ISA, .ftz]."""
+    tiny = np.float32(np.finfo(np.float32).tiny)
+    return np.where(np.abs(x) < tiny, np.copysign(np.float32(0), x), x)
+
+
+def _f32_operands(ex, n: int):
+    """The first n FP32 sources as float64 (denormals flushed under .FTZ)."""
+    vals = [ex.f32(i) for i in range(n)]
+    if "FTZ" in ex.ins.modifiers:
+        vals = [ftz(v) for v in vals]
+    return [v.astype(np.float64) for v in vals]
+
+
 @op("FFMA", "FFMA32I")
 def ffma(ex):
-    a, b = ex.f32(0), ex.f32(1)
+    """a * b + c rounded once: the product is exact in float64; the sum of three floats is not
+    (rounding it to float64 and then to FP32 can round twice), so its rounding error (TwoSum) goes to
+    f32_result."""
+    a, b = _f32_operands(ex, 2)
     c = ex.f32(2) if ex.ins.opcode == "FFMA" else f32_from_dst(ex)
     if ex.ins.opcode == "FFMA" and ex.ins.srcs[2].kind == "reg" and ex.ins.srcs[2].reg == RZ:
         c = -c  # RZ as the addend is -0.0, so that a * b + RZ keeps the sign of a zero product [golden]
+    c = (ftz(c) if "FTZ" in ex.ins.modifiers else c).astype(np.float64)
     with np.errstate(all="ignore"):
-        ex.write(0, f32_result(a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64),
-                               ex.ins.modifiers))
+        total, err = _two_sum(a * b, c)
+        ex.write(0, f32_result(total, ex.ins.modifiers, err))
 
 
 def f32_from_dst(ex):
@@ -126,20 +163,21 @@ def f32_from_dst(ex):
 
 @op("FADD", "FADD32I")
 def fadd(ex):
-    a, b = ex.f32(0).astype(np.float64), ex.f32(1).astype(np.float64)
+    """a + b: the float64 sum rounded to FP32 (rounding twice is harmless for a sum of two floats,
+    53 >= 2 * 24 + 2 [Figueroa, "When is double rounding innocuous?", 1995]); its rounding error
+    (TwoSum) serves the directed modes."""
+    a, b = _f32_operands(ex, 2)
     with np.errstate(all="ignore"):
-        total = a + b
-        err = None
-        if any(m in ex.ins.modifiers for m in ("RZ", "RM", "RP")):  # TwoSum: a + b = total + err exactly
-            bv = total - a
-            err = np.where(np.isfinite(total), (a - (total - bv)) + (b - bv), 0.0)
+        total, err = _two_sum(a, b)
         ex.write(0, f32_result(total, ex.ins.modifiers, err))
 
 
 @op("FMUL", "FMUL32I")
 def fmul(ex):
+    """a * b: exact in float64, rounded once."""
+    a, b = _f32_operands(ex, 2)
     with np.errstate(all="ignore"):
-        ex.write(0, f32_result(ex.f32(0).astype(np.float64) * ex.f32(1).astype(np.float64), ex.ins.modifiers))
+        ex.write(0, f32_result(a * b, ex.ins.modifiers))
 
 
 @op("FMNMX")
@@ -163,13 +201,15 @@ def sel(ex):
 
 @op("HFMA2", "HADD2", "HMUL2")
 def hfma2(ex):
-    """Packed half2 arithmetic; an immediate pair `h0, h1` is one operand of two halves."""
+    """Packed half2 arithmetic; an immediate pair is one operand of two halves, printed high half
+    first: `HFMA2.MMA R86, -RZ, RZ, 0, 8.94e-07` writes 0x0000000f (the half 15 * 2^-24 in the low
+    bits), where the other path of the same kernel has `MOV R86, 0xf` [difftest2 golden, d2_regtile]."""
     vals, i = [], 0
     srcs = ex.ins.srcs
     while i < len(srcs):
         s = srcs[i]
         if s.kind in ("imm", "fimm") and i + 1 < len(srcs) and srcs[i + 1].kind in ("imm", "fimm"):
-            h = np.array([srcs[i].value, srcs[i + 1].value], dtype=np.float16)
+            h = np.array([srcs[i + 1].value, srcs[i].value], dtype=np.float16)  # low half, high half
             vals.append(np.broadcast_to(h, (ex.n, 2)))
             i += 2
             continue
@@ -211,9 +251,11 @@ def _setp(ex, cond):
 
 @op("FSETP")
 def fsetp(ex):
+    """FSETP.cmp[.FTZ]: the comparison (U: unordered, NaN makes it true), .FTZ comparing denormals as 0."""
     cmp = next(m for m in ex.ins.modifiers if m in _FCMP)
+    a, b = _f32_operands(ex, 2)
     with np.errstate(invalid="ignore"):
-        _setp(ex, _FCMP[cmp](ex.f32(0), ex.f32(1)))
+        _setp(ex, _FCMP[cmp](a, b))
 
 
 @op("DSETP")
@@ -385,15 +427,22 @@ def _term(ex, i):
 
 @op("IADD3", "UIADD3")
 def iadd3(ex):
+    """IADD3[.X] d, [Pc0, [Pc1,]] a, b, c[, Pi0, Pi1]: the sum of three 32-bit terms (negated ones as
+    ~x + 1), .X adding both carry-in predicates. The carry out (0, 1 or 2) goes to the predicate
+    destinations as a count: Pc0 = carry >= 1, Pc1 = carry == 2, so that IADD3.X ..., Pc0, Pc1 adds
+    it back whole (a 64-bit sum of three terms: `IADD3 R23, P2, P3, R16, R18, R23` then
+    `IADD3.X R21, R17, R19, R21, P2, P3` [difftest2 golden, d2_index]; which of the two flags the
+    hardware sets for a carry of 1 is not observable through .X and is not measured)."""
     vals = _srcs_values(ex)[:3]
     total = _term(ex, vals[0]) + _term(ex, vals[1]) + _term(ex, vals[2])
     if "X" in ex.ins.modifiers:
         for i in [i for i, s in enumerate(ex.ins.srcs) if s.kind in ("pred", "upred")][:2]:
             total = total + ex.pred(i).astype(np.uint64)
     ex.write(0, (total & M32).astype(U32))
+    carry = (total >> np.uint64(32)) & np.uint64(3)  # the terms are < 2^33 each
     for j, d in enumerate(ex.ins.dsts[1:3], start=1):
         if d.kind in ("pred", "upred"):
-            ex.write_pred(j, ((total >> np.uint64(31 + j)) & np.uint64(1)).astype(bool))
+            ex.write_pred(j, carry >= np.uint64(j))
     if ex.ins.dsts[0].suffix and "CC" in ex.ins.dsts[0].suffix:
         ex.write_cc((total >> np.uint64(32)) & np.uint64(1))
 
@@ -773,7 +822,14 @@ _NP = {"F64": np.float64, "F32": np.float32, "S32": np.int32, "U32": np.uint32, 
        "U64": np.uint64, "F16": np.float16}
 
 
+_SMALL_INT = {"U8": (0xFF, np.uint8), "S8": (0xFF, np.int8), "U16": (0xFFFF, np.uint16), "S16": (0xFFFF, np.int16)}
+
+
 def _read_typed(ex, i, t):
+    if t in _SMALL_INT:  # I2F.U8 R13, R10: the register's low byte (halfword), zero- or sign-extended
+        mask, dt = _SMALL_INT[t]
+        low = (ex.u32(i) & np.uint32(mask)).astype(np.uint8 if mask == 0xFF else np.uint16)
+        return low.view(dt).astype(np.int64)
     if t == "F64":
         return ex.f64(i)
     if t in ("S64", "U64"):
@@ -798,13 +854,14 @@ def _write_typed(ex, v, t):
 
 _FLOATS = ("F64", "F32", "F16")
 _INT_RANGE = {"S32": (-2**31, 2**31 - 1), "U32": (0, 2**32 - 1), "S64": (-2**63, 2**63 - 1), "U64": (0, 2**64 - 1)}
+_SMALL_RANGE = {"U8": (0, 255), "S8": (-128, 127), "U16": (0, 65535), "S16": (-32768, 32767)}  # sources only
 
 
 def _conversion_types(ins) -> tuple[str, str]:
     """(destination type, source type) of a conversion. Two type modifiers read destination then source
     (I2F.F64.S32, F2I.S64.F64, I2FP.F32.U32); a single one names the integer side, or the float side
     when it is a float type (I2F.U32: u32 -> f32; F2I.U32: f32 -> u32; I2F.F64: s32 -> f64)."""
-    mods = [m for m in ins.modifiers if m in _NP]
+    mods = [m for m in ins.modifiers if m in _NP or m in _SMALL_INT]
     opc = ins.opcode
     if len(mods) >= 2:
         return mods[0], mods[1]
@@ -847,6 +904,8 @@ def convert(ex):
     """Conversions [PTX ISA cvt]: float to integer rounds (default to nearest even, .TRUNC/.FLOOR/.CEIL)
     and saturates to the destination range, NaN giving 0; integer to float rounds by .RN/.RZ/.RM/.RP."""
     dst_t, src_t = _conversion_types(ex.ins)
+    if dst_t in _SMALL_INT:
+        raise NotImplementedError(f"conversion to {dst_t}")
     mods = ex.ins.modifiers
     opc = ex.ins.opcode
     v = _read_typed(ex, 0, src_t)
@@ -870,6 +929,9 @@ def convert(ex):
             ex.write64(0, v.astype(np.uint64) if v.dtype != np.uint64 else v)
         else:
             ex.write(0, (v.astype(np.int64).astype(np.uint64) & M32).astype(U32))
+        return
+    if dst_t in _FLOATS and src_t in _SMALL_RANGE:  # exact in every float type but F16 (not seen)
+        _write_typed(ex, v.astype(_NP[dst_t]), dst_t)
         return
     if dst_t in _FLOATS and src_t in _INT_RANGE:
         mode = next((m for m in mods if m in ("RN", "RZ", "RM", "RP")), "RN")
@@ -918,27 +980,92 @@ def _mem_operand(ex):
     return next(s for s in ex.ins.srcs if s.kind == "mem")
 
 
+_SUB_WORD = {"U8": 1, "S8": 1, "U16": 2, "S16": 2}
+
+
 def _nbytes(ex):
     from gpusim.isa.widths import access_bits
 
     mods = ex.ins.modifiers
-    if any(m in mods for m in ("U8", "S8", "U16", "S16")):
-        raise NotImplementedError("sub-word memory accesses are not emulated")
-    return access_bits(mods) // 8
+    small = next((_SUB_WORD[m] for m in mods if m in _SUB_WORD), None)
+    return small if small is not None else access_bits(mods) // 8
+
+
+def _space(ex):
+    """(memory, rows) for the instruction's state space: shared rows are CTA slots, local rows lanes;
+    global memory has no rows."""
+    emu, opc = ex.emu, ex.ins.opcode
+    if opc in ("LDS", "STS"):
+        return emu.shared, emu.shared_rows(ex)
+    if opc in ("LDL", "STL"):
+        lanes = np.arange(ex.sel.start, ex.sel.stop) if isinstance(ex.sel, slice) else ex.sel
+        return emu.local, lanes[ex.active]
+    return emu.memory, None
+
+
+def _generic_shared(ex, addrs):
+    """LD/ST take generic addresses: the lanes whose address is in the shared window (memory.
+    SHARED_WINDOW, 4 GB) access their CTA's shared memory at the offset in the window, the others
+    global memory [PTX ISA, generic addressing]. None when no lane is in the window."""
+    if ex.ins.opcode not in ("LD", "ST"):
+        return None
+    inside = (addrs >> np.uint64(32)) == np.uint64(SHARED_WINDOW_HI)
+    return inside if inside.any() else None
+
+
+def _load_words(ex, addrs, nbytes):
+    memory, rows = _space(ex)
+    shared = _generic_shared(ex, addrs)
+    if shared is None:
+        return memory.load(addrs, nbytes) if rows is None else memory.load(rows, addrs, nbytes)
+    words = np.zeros((max(1, nbytes // 4), len(addrs)), U32)
+    with _lanes_of(shared):
+        words[:, shared] = ex.emu.shared.load(ex.emu.shared_rows(ex)[shared], addrs[shared] & M32, nbytes)
+    if not shared.all():
+        with _lanes_of(~shared):
+            words[:, ~shared] = memory.load(addrs[~shared], nbytes)
+    return words
+
+
+def _store_words(ex, addrs, words, nbytes):
+    memory, rows = _space(ex)
+    shared = _generic_shared(ex, addrs)
+    if shared is None:
+        return memory.store(addrs, words, nbytes) if rows is None else memory.store(rows, addrs, words, nbytes)
+    with _lanes_of(shared):
+        ex.emu.shared.store(ex.emu.shared_rows(ex)[shared], addrs[shared] & M32, words[:, shared], nbytes)
+    if not shared.all():
+        with _lanes_of(~shared):
+            memory.store(addrs[~shared], words[:, ~shared], nbytes)
+
+
+class _lanes_of:
+    """A fault inside names the lane among all executing lanes, not among the subset `which`."""
+
+    def __init__(self, which):
+        self.which = which
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if isinstance(exc, MemoryFault):
+            exc.lane = int(np.flatnonzero(self.which)[exc.lane])
+        return False
 
 
 @op("LDG", "LD", "LDS", "LDL")
 def load(ex):
+    """Load 1 to 16 bytes per lane into d (d..d+3); .U8/.U16 zero-extend, .S8/.S16 sign-extend
+    [PTX ISA ld]."""
     m = _mem_operand(ex)
     nbytes = _nbytes(ex)
     addrs = _address(ex, m)
     ex.emu.record_addresses(ex, addrs, nbytes)
-    if ex.ins.opcode == "LDS":
-        words = ex.emu.shared.load(ex.emu.shared_rows(ex), addrs, nbytes)
-    elif ex.ins.opcode == "LDL":
-        raise NotImplementedError("local memory is not emulated")
-    else:
-        words = ex.emu.memory.load(addrs, nbytes)
+    words = _load_words(ex, addrs, nbytes)
+    if any(t in ex.ins.modifiers for t in ("S8", "S16")):
+        shift = np.uint32(32 - 8 * nbytes)
+        words = ((words << shift).view(np.int32) >> shift.astype(np.int32)).view(U32)
     full = np.zeros((words.shape[0], ex.n), dtype=U32)
     full[:, ex.active] = words
     for w in range(words.shape[0]):
@@ -947,6 +1074,7 @@ def load(ex):
 
 @op("STG", "ST", "STS", "STL")
 def store(ex):
+    """Store 1 to 16 bytes per lane from s (s..s+3); .U8/.U16 store the register's low bytes."""
     m = _mem_operand(ex)
     data = next(s for s in ex.ins.srcs if s.kind == "reg")
     nbytes = _nbytes(ex)
@@ -954,12 +1082,7 @@ def store(ex):
     ex.emu.record_addresses(ex, addrs, nbytes)
     words = np.stack([ex.st.R[ex.st.row(data.reg + w)][ex.sel][ex.active] if data.reg != 255
                       else np.zeros(int(ex.active.sum()), U32) for w in range(max(1, nbytes // 4))])
-    if ex.ins.opcode == "STS":
-        ex.emu.shared.store(ex.emu.shared_rows(ex), addrs, words, nbytes)
-    elif ex.ins.opcode == "STL":
-        raise NotImplementedError("local memory is not emulated")
-    else:
-        ex.emu.memory.store(addrs, words, nbytes)
+    _store_words(ex, addrs, words, nbytes)
 
 
 @op("LDC", "ULDC")
@@ -970,3 +1093,5 @@ def ldc(ex):
 
 # ---- control flow ----------------------------------------------------------------------------------
 from gpusim.emu import control  # noqa: E402,F401  (registers BRA, EXIT, BAR, SSY, ...)
+from gpusim.emu import warp  # noqa: E402,F401  (registers SHFL, VOTE, MATCH, REDUX, FLO, BREV)
+from gpusim.emu import atomics  # noqa: E402,F401  (registers ATOMS, ATOMG, REDG, ATOM, RED)

@@ -135,6 +135,13 @@ class WarpState:
         if self._derived:
             self._derived.pop(row, None)
 
+    def scratch_bits(self, n: int) -> np.ndarray:
+        """A uint64 work array of n elements, reused (contents undefined)."""
+        bufs = self._scratch.get(("bits", n))
+        if bufs is None:
+            bufs = self._scratch[("bits", n)] = np.empty(n, np.uint64)
+        return bufs
+
     def scratch(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """Two float64 work arrays of n elements, reused between instructions (contents undefined)."""
         bufs = self._scratch.get(n)
@@ -233,11 +240,22 @@ class Exec:
             v = -v
         return v
 
-    def u64(self, i: int) -> np.ndarray:
-        op = self.ins.srcs[i]
+    def _raw64(self, op: Operand) -> np.ndarray:
         if op.kind == "imm":
             return np.full(self.n, op.value & 0xFFFFFFFFFFFFFFFF, np.uint64)
         return pack64(self._raw(op, 0), self._raw(op, 1))
+
+    def u64(self, i: int) -> np.ndarray:
+        """A 64-bit integer operand (register pair low, high); `~` and `-` apply to all 64 bits
+        (`UIMAD.WIDE UR4, UR10, 0x8, -UR4` subtracts the pair UR4:UR5 [difftest2 golden, d2_stride])."""
+        op = self.ins.srcs[i]
+        v = self._raw64(op)
+        if op.kind != "imm":
+            if op.invert:
+                v = ~v
+            if op.negate:
+                v = np.uint64(0) - v
+        return v
 
     def f64(self, i: int) -> np.ndarray:
         op = self.ins.srcs[i]
@@ -246,7 +264,7 @@ class Exec:
         elif op.kind == "imm":  # a 64-bit float's high word written as a hex integer
             v = (np.full(self.n, op.value & MASK32, np.uint64) << np.uint64(32)).view(np.float64)
         else:
-            v = self.u64(i).view(np.float64)
+            v = self._raw64(op).view(np.float64)
         if op.absolute:
             v = np.abs(v)
         if op.negate:
@@ -283,10 +301,11 @@ class Exec:
         elif op.kind == "ureg":
             if op.reg == URZ:
                 return
-            if self.uniform:
-                self.st.UR[op.reg + word, self.wids] = v
-            else:  # R2UR and friends: take the first active lane of each warp
-                self.st.UR[op.reg + word, self.wids] = self._first_active(v)
+            if self.uniform:  # a warp whose guard is false writes nothing
+                self.st.UR[op.reg + word, self.wids[self.active]] = v[self.active]
+            else:  # R2UR and friends: take the first active lane of each warp (a warp without one writes nothing)
+                some = self.active.reshape(-1, 32).any(axis=1)
+                self.st.UR[op.reg + word, self.wids[some]] = self._first_active(v)[some]
         else:
             raise NotImplementedError(f"destination kind {op.kind}")
 
@@ -304,7 +323,11 @@ class Exec:
             return
         v = np.broadcast_to(np.asarray(value, dtype=bool), (self.n,))
         if op.kind == "upred" or self.uniform:
-            self.st.UP[op.reg, self.wids] = v if self.uniform else self._first_active(v)
+            if self.uniform:
+                self.st.UP[op.reg, self.wids[self.active]] = v[self.active]
+            else:
+                some = self.active.reshape(-1, 32).any(axis=1)
+                self.st.UP[op.reg, self.wids[some]] = self._first_active(v)[some]
         else:
             self._store(self.st.P[op.reg], v)
 

@@ -26,7 +26,7 @@ class OpcodeRow:
     unit: str
     latency: str
     dst: int  # number of leading destination operands
-    pdst_follow: bool = False  # predicate operands right after them are destinations too (carry-out)
+    pdst_follow: bool = False  # predicate operands right after them are destinations too (carry-out), not the last
     pdst_lead: bool = False  # a leading predicate operand is an extra destination (LOP3.LUT P0, R1, ...)
 
 

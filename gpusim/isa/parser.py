@@ -30,6 +30,7 @@ _HEX_ONLY = re.compile(r"^\s*/\*\s*(0x[0-9a-f]{16})\s*\*/\s*$")
 _LABEL = re.compile(r"^(?:\.text\.)?(\.L_\w+|[A-Za-z_$][\w$]*):\s*$")
 _GUARD = re.compile(r"^@(!?)(U?P)(\d|T)\s+(.*)$")
 _DATA = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+\.(byte|short|word|dword)\s+(.*)$")
+_ZERO = re.compile(r"^\s*(?:/\*[0-9a-f]+\*/)?\s*\.zero\s+(\d+)\s*$")  # zero-initialised data
 # floating-point instructions whose immediates nvdisasm prints as numbers ("FMUL R0, R4, 3", "DFMA R4, R4, R8, 2")
 _FP_IMMEDIATE = {"FADD", "FMUL", "FFMA", "FMNMX", "FSETP", "FSET", "FSEL", "FADD32I", "FMUL32I", "FFMA32I",
                  "DADD", "DMUL", "DFMA", "DSETP", "DSET", "DMNMX"}
@@ -98,9 +99,9 @@ def parse_listing_text(text: str, source: str = "<listing>", kernel: str | None 
         param_base=base, param_bytes=cbank[2] if len(cbank) > 2 else 0,
         params=[(base + off, (flags >> 18) & 0x3FFF) for _, off, flags in params],
         const_bank0_bytes=_zero_size(sections.get(f".nv.constant0.{kernel}", (0, []))[1]),
-        frame_bytes=_per_kernel(global_info, "EIATTR_FRAME_SIZE", kernel), source=source,
-        const_banks={int(m.group(1)): _data_bytes(body) for name, (_, body) in sections.items()
-                     if (m := re.match(rf"^\.nv\.constant(\d+)\.{re.escape(kernel)}$", name)) and m.group(1) != "0"},
+        frame_bytes=_per_kernel(global_info, "EIATTR_FRAME_SIZE", kernel),
+        stack_bytes=_per_kernel(global_info, "EIATTR_MIN_STACK_SIZE", kernel), source=source,
+        const_banks=_const_banks(sections, kernel),
         toolchain=_ptxas_version(sections.get(".note.nv.tkinfo", (0, []))[1]))
 
 
@@ -241,8 +242,8 @@ def _parse_instruction(index: int, addr: int, text: str, labels: dict, table: Op
     ndst = row.dst
     if row.pdst_lead and operands and operands[0].kind in ("pred", "upred"):
         ndst += 1
-    if row.pdst_follow:
-        while ndst < len(operands) and operands[ndst].kind in ("pred", "upred"):
+    if row.pdst_follow:  # the last operand is always a source (VOTE.ANY R22, PT, P2: PT is written, P2 read)
+        while ndst < len(operands) - 1 and operands[ndst].kind in ("pred", "upred"):
             ndst += 1
     _check_registers(operands, arch)
     need = MIN_SOURCES.get(opcode)
@@ -288,11 +289,26 @@ def _registers(body: list[str], global_info: dict, kernel: str) -> int:
     return _per_kernel(global_info, "EIATTR_REGCOUNT", kernel)
 
 
+def _const_banks(sections: dict, kernel: str) -> dict[int, bytes]:
+    """Constant banks other than 0: the kernel's own `.nv.constantN.<kernel>` sections (compiler
+    constants, bank 2 on sm_35/52), and the module-wide `.nv.constantN` that every kernel of the cubin
+    sees (`__constant__` variables: `.nv.constant3` on sm_90, read as `LDC R10, c[0x3][R12]`)."""
+    banks = {}
+    for name, (_, body) in sections.items():
+        m = re.match(rf"^\.nv\.constant(\d+)(\.{re.escape(kernel)})?$", name)
+        if m and m.group(1) != "0" and (m.group(2) or int(m.group(1)) not in banks):
+            banks[int(m.group(1))] = _data_bytes(body)
+    return banks
+
+
 def _data_bytes(body: list[str]) -> bytes:
     """Initialised data of a section (.byte/.short/.word/.dword directives, little-endian)."""
     size = {"byte": 1, "short": 2, "word": 4, "dword": 8}
     out = bytearray()
     for ln in body:
+        z = _ZERO.match(ln)
+        if z:
+            out += bytes(int(z.group(1)))
         m = _DATA.match(ln)
         if m:
             for tok in m.group(2).split(","):

@@ -116,6 +116,7 @@ class Program:
     params: list[tuple[int, int]] = field(default_factory=list)  # (offset, size) per parameter, in order
     const_bank0_bytes: int = 0
     frame_bytes: int = 0  # local memory per thread (stack frame)
+    stack_bytes: int = 0  # per-thread stack including the subroutines' frames (EIATTR_MIN_STACK_SIZE)
     const_banks: dict = field(default_factory=dict)  # bank number -> bytes (compiler constants, bank 2/3)
     source: str = ""  # listing file it came from
     toolchain: str = ""  # ptxas version string recorded in the cubin

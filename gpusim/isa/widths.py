@@ -12,8 +12,10 @@ from dataclasses import replace
 
 from gpusim.isa.program import Operand
 
-_LOADS = {"LD", "LDG", "LDS", "LDL", "LDC", "ULDC", "LDSM", "ATOMS", "ATOM", "ATOMG", "LDU", "TLD", "TEX"}
-_STORES = {"ST", "STG", "STS", "STL", "RED"}
+_LOADS = {"LD", "LDG", "LDS", "LDL", "LDC", "ULDC", "LDSM", "LDU", "TLD", "TEX"}
+_STORES = {"ST", "STG", "STS", "STL"}
+_ATOMICS = {"ATOMS", "ATOM", "ATOMG", "RED", "REDG"}
+_WIDE_TYPES = ("64", "F64", "S64", "U64")
 _F64_ALL = {"DFMA", "DADD", "DMUL", "DMNMX", "DSET", "DSETP", "DMMA"}
 _SIZE_MODS = {"64": 64, "128": 128, "U.128": 128}
 
@@ -37,7 +39,13 @@ def apply_widths(opcode: str, mods: tuple[str, ...], dsts: list[Operand], srcs: 
     if "E" in mods and not arch.startswith("sm_9"):
         srcs = [replace(s, width=64) if s.kind == "mem" and s.reg is not None else s for s in srcs]
         dsts = [replace(s, width=64) if s.kind == "mem" and s.reg is not None else s for s in dsts]
-    if opcode in _LOADS:
+    if opcode in _ATOMICS:  # ATOMS.CAS.64 R12, [R21], R12, R14: result, compare and value are pairs
+        bits = 64 if any(m in mods for m in _WIDE_TYPES) else 32
+        dsts = [_widen(d, bits) for d in dsts]
+        srcs = [_widen(s, bits) if s.kind == "reg" else s for s in srcs]
+        if "E" in mods:  # sm_90 prints ATOMG.E.CAS's 64-bit address without .64: [R10+0x18]
+            srcs = [replace(s, width=64) if s.kind == "mem" and s.reg is not None else s for s in srcs]
+    elif opcode in _LOADS:
         bits = access_bits(mods)
         dsts = [_widen(d, bits) for d in dsts]
     elif opcode in _STORES:

@@ -24,13 +24,14 @@ from gpusim.viz.perfetto import TIME_UNIT, write_trace
 from gpusim.viz.source import SOURCE_CSS, source_table_html
 
 
-def write_report(results: list[SimResult | str | Path], outdir: str | Path) -> Path:
-    """Write report.html, timeline.json and the plots into `outdir`; returns the report's path."""
-    return write_outputs(results, outdir)["report"]
+def write_report(results: list[SimResult | str | Path], outdir: str | Path, pool=None) -> Path:
+    """Write report.html, timeline.json and the plots into `outdir`; returns the report's path.
+    `pool`: an executor whose workers render the per-result figures."""
+    return write_outputs(results, outdir, pool=pool)["report"]
 
 
 def write_outputs(results: list[SimResult | str | Path], outdir: str | Path, names: list[str] | None = None,
-                  bucket: float | None = None, measured: list[dict | None] | None = None) -> dict:
+                  bucket: float | None = None, measured: list[dict | None] | None = None, pool=None) -> dict:
     """Write every view of `results` (SimResults or result JSON paths) into `outdir`. `measured`:
     per result, its Nsight Compute block (`gpusim run --ncu`), shown beside the simulated values;
     by default the `measured` block of each result file.
@@ -51,20 +52,26 @@ def write_outputs(results: list[SimResult | str | Path], outdir: str | Path, nam
     # many results: keep report.html small (issue 15: < 3 MB) -- per-result figures as files the page
     # loads, the hottest source lines inline and each full source view in source/<result>.html
     compact = len(results) > COMPACT_ABOVE
+    # a compact page loads each per-result figure from its SVG file: no PNG twin (half the rendering,
+    # which was most of a cached `python run_sim.py`)
+    per_result = ("svg",) if compact else ("png", "svg")
+    stems = [_slug(i, r) for i, r in enumerate(results)]
+    jobs = [(r, plot_dir, stem, per_result, bucket) for r, stem in zip(results, stems)]
+    # each result's figures are independent: a caller's worker pool renders them side by side
+    rendered = list(pool.map(_result_figures, *zip(*jobs))) if pool is not None and jobs else \
+        [_result_figures(*job) for job in jobs]
     sections = []
-    for i, (result, name) in enumerate(zip(results, names)):
-        stem = _slug(i, result)
+    for i, (result, name, stem, files) in enumerate(zip(results, names, stems, rendered)):
         figures = {}
-        util = plots.issue_utilisation(result, bucket)
-        if util is not None:
-            written += plots.save(util, plot_dir, f"{stem}_utilisation")
-            figures["utilisation"] = _img(written[-1], outdir, "utilisation") if compact else _svg_of(written[-1])
-        timeline = plots.timeline_figure(result)
-        if timeline is not None:
-            written += plots.save(timeline, plot_dir, f"{stem}_timeline", formats=("png",))
-            figures["timeline"] = _data_uri(written[-1])
-        written += plots.save(plots.hot_instructions(result), plot_dir, f"{stem}_hot_instructions")
-        figures["hot"] = _img(written[-1], outdir, "hottest instructions") if compact else _svg_of(written[-1])
+        for paths in files.values():
+            written += paths
+        if "utilisation" in files:
+            figures["utilisation"] = _img(files["utilisation"][-1], outdir, "utilisation") if compact \
+                else _svg_of(files["utilisation"][-1])
+        if "timeline" in files:
+            figures["timeline"] = _data_uri(files["timeline"][-1])
+        hot = files["hot"][-1]
+        figures["hot"] = _img(hot, outdir, "hottest instructions") if compact else _svg_of(hot)
         if compact:
             full = outdir / "source" / f"{stem}.html"
             full.parent.mkdir(parents=True, exist_ok=True)
@@ -84,6 +91,21 @@ def write_outputs(results: list[SimResult | str | Path], outdir: str | Path, nam
     report = outdir / "report.html"
     report.write_text(page)
     return {"report": report, "timeline": trace, "plots": written, "differences": differences}
+
+
+def _result_figures(result: SimResult, plot_dir: Path, stem: str, formats: tuple[str, ...],
+                    bucket: float | None) -> dict[str, list[Path]]:
+    """Render one result's figures into `plot_dir` (utilisation and timeline where the result has a
+    timeline, the hottest instructions always); {kind: its files, the one the page uses last}."""
+    files = {}
+    util = plots.issue_utilisation(result, bucket)
+    if util is not None:
+        files["utilisation"] = plots.save(util, plot_dir, f"{stem}_utilisation", formats=formats)
+    timeline = plots.timeline_figure(result)
+    if timeline is not None:
+        files["timeline"] = plots.save(timeline, plot_dir, f"{stem}_timeline", formats=("png",))
+    files["hot"] = plots.save(plots.hot_instructions(result), plot_dir, f"{stem}_hot_instructions", formats=formats)
+    return files
 
 
 def _differences_table(results: list[SimResult], names: list[str], differences: list[dict]) -> str:

@@ -190,6 +190,32 @@ def _pc_and_mask(buf: np.ndarray, s: np.ndarray):
     return pc, mask, s + width + 10, good
 
 
+class _Grown:
+    """An array filled block by block and sized from the rows per byte of text read so far: the
+    pages of `np.empty` are not touched until written, and `result` gives back the unused end."""
+
+    def __init__(self, dtype, *shape: int):
+        self.array = np.empty((0, *shape), dtype)
+        self.n = 0
+
+    def add(self, rows: np.ndarray, done_bytes: int, total_bytes: int | None) -> None:
+        need = self.n + len(rows)
+        if need > len(self.array):
+            if total_bytes and done_bytes < total_bytes:
+                guess = int(need / done_bytes * total_bytes * 1.1) + 1024
+            else:
+                guess = 2 * len(self.array) + 1024
+            grown = np.empty((max(need, guess), *self.array.shape[1:]), self.array.dtype)
+            grown[:self.n] = self.array[:self.n]
+            self.array = grown
+        self.array[self.n:need] = rows
+        self.n = need
+
+    def result(self) -> np.ndarray:
+        self.array.resize((self.n, *self.array.shape[1:]), refcheck=False)
+        return self.array
+
+
 # ---- the reader ---------------------------------------------------------------------------------
 class _Reader:
     def __init__(self, path: Path, program):
@@ -217,10 +243,10 @@ class _Reader:
         self.wpc = 0
         self.seen: set[tuple[int, int, int, int]] = set()
         # results, block by block
-        self.parts: list[tuple[np.ndarray, ...]] = []
-        self.addr = np.empty((0, 32), np.uint64)  # the address rows: grown once from an estimate
-        self.n_mem = 0
+        self.records = _Grown(RECORD_DTYPE)
+        self.addr = _Grown(np.uint64, 32)  # the address rows of the memory lines, in file order
         self.size: int | None = None  # bytes of text, if known
+        self.done_bytes = 0  # bytes of text read so far
 
     def read(self, f, workload, size) -> DynamicTrace:
         if not self.path.name.endswith(".xz"):
@@ -242,6 +268,7 @@ class _Reader:
     # -- one block of whole lines ------------------------------------------------------------------
     def block(self, data: bytes) -> None:
         n = len(data)
+        self.done_bytes += n
         buf = np.empty(n + PAD, np.uint8)
         buf[:n] = np.frombuffer(data, np.uint8)
         buf[n:] = 10
@@ -263,21 +290,12 @@ class _Reader:
         if not len(ins):
             return
         p, mask, is_mem, rows = self.instructions(data, buf, starts[ins], ends[ins])
-        self.parts.append((owner, seq, p, mask, is_mem))
-        self.keep_rows(rows, n)
-
-    def keep_rows(self, rows: np.ndarray, nbytes: int) -> None:
-        """Append a block's address rows to `addr`, sized at first from the rows per byte of text
-        (the pages past the rows written are never touched, the end of `finish` gives them back)."""
-        need = self.n_mem + len(rows)
-        if need > len(self.addr):
-            if not len(self.addr) and self.size:
-                guess = int(len(rows) / nbytes * self.size * 1.25) + 1024
-            else:
-                guess = 2 * len(self.addr) + 1024
-            self.addr.resize((max(need, guess), 32), refcheck=False)
-        self.addr[self.n_mem:need] = rows
-        self.n_mem = need
+        records = np.empty(len(ins), RECORD_DTYPE)
+        records["warp"], records["seq"], records["pc_index"] = owner, seq, p
+        records["active_mask"] = records["exec_mask"] = mask
+        records["mem_row"] = np.where(is_mem, self.addr.n + np.cumsum(is_mem) - 1, -1)
+        self.records.add(records, self.done_bytes, self.size)
+        self.addr.add(rows, self.done_bytes, self.size)
 
     def structure(self, data, starts, ends, ins, ctrl):
         """Thread blocks, warps and their instruction counts (a few lines per warp), the line reader's
@@ -470,7 +488,8 @@ class _Reader:
         other = np.flatnonzero(ok & ~same)
         if len(other):
             tid[other] = self.lookup_tails(data, q[other], e[other])
-        numbers = np.where(ok, self.tail_count[np.maximum(tid, 0)], -1)
+        numbers = np.full(n, -1, np.int64)  # how many numbers follow the base
+        numbers[ok] = self.tail_count[tid[ok]]
         full = mask == np.uint64(0xFFFFFFFF)
         # base-stride: one run of lanes from the first active one; the stride and an optional immediate
         low = mask & (~mask + np.uint64(1))
@@ -522,23 +541,15 @@ class _Reader:
         if not self.started:
             bx, by, bz = h["block"]
             self.wpc = -(-(bx * by * bz) // 32)
-        n = sum(len(part[0]) for part in self.parts)
-        records = np.empty(n, dtype=RECORD_DTYPE)
-        is_mem = np.empty(n, bool)
-        for i, name in enumerate(("warp", "seq", "pc_index", "exec_mask")):
-            records[name] = np.concatenate([part[i] for part in self.parts]) if n else []
-        is_mem[:] = np.concatenate([part[4] for part in self.parts]) if n else []
-        records["active_mask"] = records["exec_mask"]
-        self.parts = []
-        self.addr.resize((self.n_mem, 32), refcheck=False)
-        addr = self.addr
+        records, addr = self.records.result(), self.addr.result()
         warp = records["warp"]
-        if n and not (warp[1:] >= warp[:-1]).all():  # warps not in file order of their ids
+        if not (warp[1:] >= warp[:-1]).all():  # warps not in file order of their ids
             order = np.lexsort((records["seq"], warp))
-            row = np.cumsum(is_mem) - 1
-            records, is_mem = records[order], is_mem[order]
-            addr = addr[row[order][is_mem]]
-        records["mem_row"] = np.where(is_mem, np.cumsum(is_mem) - 1, -1)
+            records = records[order]
+            is_mem = records["mem_row"] >= 0
+            addr = addr[records["mem_row"][is_mem]]
+            records["mem_row"][is_mem] = np.arange(len(addr))
+        is_mem = records["mem_row"] >= 0
         widths = np.array([width_from_opcode(ins.full_opcode) for ins in program.instructions], np.uint8)
         acc = widths[records["pc_index"][is_mem]]
         gx, gy, _ = h["grid"]

@@ -46,10 +46,13 @@ for _c in b"abcdef":
     _HEX[_c] = _c - 87
 for _c in b"ABCDEF":
     _HEX[_c] = _c - 55
+_DEC = np.full(256, 255, np.uint8)
+_DEC[48:58] = np.arange(10)
 _TB = re.compile(r"thread block\s*=\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)")
 _WARP = re.compile(r"warp\s*=\s*(\d+)")
 _INSTS = re.compile(r"insts\s*=\s*(\d+)")
 _MASK64 = (1 << 64) - 1
+_LANE = np.arange(32, dtype=np.uint64)
 _I64 = np.iinfo(np.int64)
 
 
@@ -158,12 +161,13 @@ class _Texts:
 
 def _hex_value(digits: np.ndarray, count) -> np.ndarray:
     """uint64 of the first `count` (an int, or one per row; 0 to 16) hex digit values of each row:
-    right-aligned in 16 columns, packed two digits a byte and read as a big-endian word."""
+    right-aligned in 2, 4, 8 or 16 columns, packed two digits a byte, read as a big-endian word."""
     out = np.zeros(len(digits), np.uint64)
     for c, rows in ([(count, slice(None))] if isinstance(count, int) else _groups(count)):
-        packed = np.zeros((len(out[rows]), 16), np.uint8)
-        packed[:, 16 - c:] = digits[rows, :c]
-        out[rows] = ((packed[:, 0::2] << 4) | packed[:, 1::2]).view(">u8").ravel()
+        width = max(2, 1 << (c - 1).bit_length()) if c > 1 else 2  # digits: 2, 4, 8 or 16
+        packed = np.zeros((len(out[rows]), width), np.uint8)
+        packed[:, width - c:] = digits[rows, :c]
+        out[rows] = ((packed[:, 0::2] << 4) | packed[:, 1::2]).view(f">u{width // 2}").ravel()
     return out
 
 
@@ -239,6 +243,7 @@ class _Reader:
         self.h = {"lineinfo": 0, "tracer_version": TRACER_VERSION}
         self.in_tb = self.started = False
         self.cta = self.warp = self.stream = None
+        self.cta_base = 0
         self.expected = self.got = 0
         self.wpc = 0
         self.seen: set[tuple[int, int, int, int]] = set()
@@ -286,7 +291,7 @@ class _Reader:
         is_ins = nonblank & (_HEX[first] != 255)
         ins = np.flatnonzero(is_ins)
         ctrl = np.flatnonzero(nonblank & ~is_ins)
-        owner, seq = self.structure(data, starts, ends, ins, ctrl)
+        owner, seq = self.structure(data, buf, starts, ends, ins, ctrl)
         if not len(ins):
             return
         p, mask, is_mem, rows = self.instructions(data, buf, starts[ins], ends[ins])
@@ -297,24 +302,51 @@ class _Reader:
         self.records.add(records, self.done_bytes, self.size)
         self.addr.add(rows, self.done_bytes, self.size)
 
-    def structure(self, data, starts, ends, ins, ctrl):
+    def structure(self, data, buf, starts, ends, ins, ctrl):
         """Thread blocks, warps and their instruction counts (a few lines per warp), the line reader's
-        rules; the global warp id and sequence number of every instruction line."""
-        owner = np.empty(len(ins), np.int32)
-        seq = np.empty(len(ins), np.int32)
-        cut = np.searchsorted(ins, ctrl).tolist() + [len(ins)]
-        lo = 0
-        for j, hi in enumerate(cut):
-            if hi > lo:  # instruction lines up to the next control line
+        rules; the global warp id and sequence number of every instruction line. `warp = N` and
+        `insts = N` lines of exactly that form have their number read here at once."""
+        s, e = starts[ctrl], ends[ctrl]
+        number = np.full(len(ctrl), -1, np.int64)
+        for word in (b"warp = ", b"insts = "):
+            rows = np.flatnonzero(buf[s] == word[0])
+            number[rows] = _decimal_after(buf, s[rows], e[rows], word)
+        code, number = buf[s].tolist(), number.tolist()
+        count = np.diff(np.searchsorted(ins, ctrl), prepend=0, append=len(ins)).tolist()  # the runs
+        streams, firsts = [], []  # of the runs of instruction lines (ones with lines)
+        for j in range(len(code) + 1):
+            if j:
+                c, v = code[j - 1], number[j - 1]
+                if v < 0:
+                    i = ctrl[j - 1]
+                    self.control(data[starts[i]:ends[i]].decode("ascii").strip())
+                elif c == 119:  # warp = v
+                    if not self.in_tb or self.cta is None:
+                        raise _Unreadable
+                    self.close_warp()
+                    self.warp, self.stream, self.expected = v, None, -1
+                    if v >= self.wpc:
+                        raise _Unreadable
+                else:  # insts = v
+                    if not self.in_tb or self.warp is None:
+                        raise _Unreadable
+                    key = (*self.cta, self.warp)
+                    if key in self.seen:
+                        raise _Unreadable
+                    self.seen.add(key)
+                    self.expected, self.got = v, 0
+                    self.stream = self.cta_base + self.warp
+            k = count[j]
+            if k:  # instruction lines up to the next control line
                 if self.stream is None:
                     raise _Unreadable
-                owner[lo:hi] = self.stream
-                seq[lo:hi] = np.arange(self.got, self.got + hi - lo)
-                self.got += hi - lo
-                lo = hi
-            if j < len(ctrl):
-                i = ctrl[j]
-                self.control(data[starts[i]:ends[i]].decode("ascii").strip())
+                streams.append(self.stream)
+                firsts.append(self.got)
+                self.got += k
+        sizes = [k for k in count if k]
+        owner = np.repeat(np.array(streams, np.int32), sizes)
+        at = np.cumsum(sizes) - sizes  # first line of each run
+        seq = (np.arange(len(ins)) - np.repeat(at - np.array(firsts, np.int64), sizes)).astype(np.int32)
         return owner, seq
 
     def control(self, line: str) -> None:
@@ -348,9 +380,11 @@ class _Reader:
             m = _TB.fullmatch(line)
             if not m:
                 raise _Unreadable
-            self.cta = tuple(int(v) for v in m.groups())
+            self.cta = x, y, z = tuple(int(v) for v in m.groups())
             if any(c >= g for c, g in zip(self.cta, h["grid"])):
                 raise _Unreadable
+            gx, gy, _ = h["grid"]
+            self.cta_base = (x + y * gx + z * gx * gy) * self.wpc  # global id of its warp 0
         elif line.startswith("warp"):
             m = _WARP.fullmatch(line)
             if not m or self.cta is None:
@@ -368,9 +402,7 @@ class _Reader:
             if key in self.seen:
                 raise _Unreadable
             self.seen.add(key)
-            gx, gy, _ = h["grid"]
-            x, y, z = self.cta
-            self.stream = (x + y * gx + z * gx * gy) * self.wpc + self.warp
+            self.stream = self.cta_base + self.warp
             self.got = 0
         else:
             raise _Unreadable  # the line reader parses it as an instruction line and says what is wrong
@@ -495,11 +527,18 @@ class _Reader:
         low = mask & (~mask + np.uint64(1))
         stride = np.flatnonzero((mode == 48 + BASE_STRIDE) & ((numbers == 1) | (numbers == 2))
                                 & (((mask + low) & mask) == 0))
-        if len(stride):
-            first = np.log2(np.maximum(low[stride], 1).astype(np.float64)).astype(np.int64)
-            step = self.tail_values[tid[stride], 0]
-            lane = (np.arange(32) - first[:, None]).astype(np.uint64)
-            rows[stride] = _active(base[stride, None] + step[:, None] * lane, mask[stride], full[stride])
+        if len(stride):  # base + stride x (lane - first active lane), written in place
+            at = slice(None) if len(stride) == n else stride
+            out = rows if len(stride) == n else np.empty((len(stride), 32), np.uint64)
+            np.multiply(self.tail_values[tid[at], 0][:, None], _LANE, out=out)
+            part = np.flatnonzero(~full[at])
+            if len(part):
+                first = np.log2(np.maximum(low[at][part], 1).astype(np.float64)).astype(np.uint64)
+                out[part] -= (self.tail_values[tid[at][part], 0] * first)[:, None]
+            out += base[at, None]
+            _active(out, mask[at], full[at])
+            if out is not rows:
+                rows[stride] = out
         # base-delta: active - 1 deltas, each from the previous active lane; an optional immediate
         deltas = np.maximum(np.bitwise_count(mask).astype(np.int64) - 1, 0)
         delta = np.flatnonzero((mode == 48 + BASE_DELTA) & ((numbers == deltas) | (numbers == deltas + 1)))
@@ -558,6 +597,18 @@ class _Reader:
         header = make_header(program, h["grid"], h["block"], dyn, self.wpc, ctas, workload=workload, size=size,
                              source=f"accelsim:{self.path}", exec_mask_exact=True, active_mask_exact=False)
         return DynamicTrace(header, records, addr, acc)
+
+
+def _decimal_after(buf: np.ndarray, s: np.ndarray, e: np.ndarray, prefix: bytes) -> np.ndarray:
+    """The number N of each line [s, e) that is exactly `prefix` + N (1 to 9 digits), else -1."""
+    k = len(prefix)
+    win = sliding_window_view(buf, k + 10)[s]
+    digits = _DEC[win[:, k:]]
+    count = np.argmax(digits == 255, axis=1)
+    good = (win[:, :k] == np.frombuffer(prefix, np.uint8)).all(axis=1) & (count >= 1) & (s + k + count == e)
+    value = (np.where(np.arange(9) < count[:, None], digits[:, :9], 0).astype(np.int64)
+             * 10 ** np.maximum(count[:, None] - 1 - np.arange(9), 0)).sum(axis=1)
+    return np.where(good, value, -1)
 
 
 def _lanes(mask: np.ndarray) -> np.ndarray:

@@ -30,7 +30,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from gpusim.errors import GpusimError, TraceFormatError
 from gpusim.trace.accelsim import (
-    BASE_DELTA, BASE_STRIDE, TRACER_VERSION, header_line, parse_instruction_line, static_shared_bytes,
+    BASE_DELTA, BASE_STRIDE, LIST_ALL, TRACER_VERSION, header_line, parse_instruction_line, static_shared_bytes,
     width_from_opcode,
 )
 from gpusim.trace.format import RECORD_DTYPE, DynamicTrace, make_header
@@ -553,7 +553,36 @@ class _Reader:
             rows[delta] = _active(by_rank, mask[delta], full[delta])
         done = np.zeros(n, bool)
         done[stride] = done[delta] = True
-        return rows, done & ok
+        done &= ok
+        listed = np.flatnonzero((mode == 48 + LIST_ALL) & (raw[:, 1] == 32))
+        if len(listed):
+            done[listed] = self.listed(data, buf, t[listed] + 2, e[listed], mask[listed], full[listed], rows, listed)
+        return rows, done
+
+    def listed(self, data, buf, t, e, mask, full, rows, at) -> np.ndarray:
+        """List-all lines (TOOL_COMPRESS=0): `0x%016lx` for every active lane from `t`, then an optional
+        immediate; their addresses into rows[at]. Returns which lines were read."""
+        active = np.bitwise_count(mask).astype(np.int64)
+        line = np.repeat(np.arange(len(t)), active)
+        rank = np.arange(len(line)) - np.repeat(np.cumsum(active) - active, active)
+        where = t[line] + 19 * rank
+        word = sliding_window_view(buf, 19)[where]
+        digits = _HEX[word[:, 2:18]]
+        good = ((word[:, 0] == 48) & (word[:, 1] == 120) & (digits != 255).all(axis=1)
+                & ((word[:, 18] == 32) | (where + 18 == e[line])))
+        ok = np.bincount(line, ~good, minlength=len(t)) == 0
+        q = np.minimum(t + 19 * active, e)  # the immediate, if any
+        ok &= q <= e
+        tid = self.lookup_tails(data, q[ok], e[ok])  # (it may grow tail_count)
+        ok[ok] = np.isin(self.tail_count[tid], (0, 1))
+        by_rank = np.zeros((len(t), 32), np.uint64)
+        by_rank[line, rank] = _hex_value(digits, 16)
+        part = np.flatnonzero(~full)
+        if len(part):
+            order = np.maximum(np.cumsum(_lanes(mask[part]), axis=1) - 1, 0)
+            by_rank[part] = np.take_along_axis(by_rank[part], order, axis=1)
+        rows[at[ok]] = _active(by_rank, mask, full)[ok]
+        return ok
 
     def lookup_tails(self, data, q, e) -> np.ndarray:
         """Row in `tail_count`/`tail_values` of each text data[q:e], parsing the new ones."""

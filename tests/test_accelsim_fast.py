@@ -125,6 +125,8 @@ def test_block_boundaries_anywhere(kernels, monkeypatch):
     for size in (4096, 4099, 65536 + 17):  # lines, warps and thread blocks cut across blocks
         monkeypatch.setattr(accelsim_fast, "BLOCK_BYTES", size)
         assert read_dynamic_trace(path, program) == expected
+    monkeypatch.setattr(accelsim_fast, "TAILS_KEPT", 1)  # the table of texts after a base, started afresh
+    assert read_dynamic_trace(path, program) == expected
     no_newline = path.parent / "k-no-final-newline.traceg"
     no_newline.write_bytes(path.read_bytes().rstrip(b"\n"))
     _same(no_newline, program)

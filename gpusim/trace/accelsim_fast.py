@@ -12,8 +12,9 @@ texts already parsed: a kernel has few.
 
 - The file is read in blocks of `BLOCK_BYTES` cut at a newline; peak memory is the result (its
   address rows, 256 bytes per memory instruction) plus a few times a block.
-- A line that does not fit the common shape (another text than its PC's first line, list-all
-  addresses, odd spacing) is parsed on its own by `parse_instruction_line`.
+- List-all addresses (`0x%016lx` for each active lane) are read with numpy too. A line that does
+  not fit the common shape (another text than its PC's first line, odd spacing, upper-case or
+  unpadded fields) is parsed on its own by `parse_instruction_line`.
 - Whatever the line reader would reject (and what this reader does not take: tracer version < 3,
   lineinfo, tabs, CR, indentation, non-ASCII) makes it return None; the caller then runs the line
   reader, which names the file, line and problem.
@@ -38,6 +39,7 @@ from gpusim.trace.format import RECORD_DTYPE, DynamicTrace, make_header
 BLOCK_BYTES = 1 << 21  # text parsed per step (2 MB: its temporaries stay in cache and are reused)
 PAD = 512  # bytes after a block, so that fixed-width windows never run off its end
 MAX_WORDS = (PAD - 64) // 8  # texts compared 8 bytes at a time up to this many words
+TAILS_KEPT = 1 << 16  # distinct texts after base addresses kept from block to block
 
 _HEX = np.full(256, 255, np.uint8)
 for _c in b"0123456789":
@@ -235,7 +237,8 @@ class _Reader:
         self.text = _Texts(slots)  # a plain PC's text after the mask / a memory PC's up to its addresses
         self.tail = _Texts(slots)  # a memory PC's first text after the base address
         self.tail_id = np.full(slots, -1, np.int64)
-        self.tails: dict[bytes, int] = {}  # distinct texts after the base address -> row of the next two
+        self.tails: dict[bytes, int] = {}  # distinct texts after the base address -> row of the next three
+        self.tail_tables = (_Grown(np.int64), _Grown(np.uint64, 33), _Grown(np.uint64, 32))
         self.tail_count = np.zeros(0, np.int64)  # how many numbers the text holds (-1: not a number list)
         self.tail_values = np.zeros((0, 33), np.uint64)  # its first 33 numbers, mod 2**64
         self.tail_prefix = np.zeros((0, 32), np.uint64)  # sums of its first 0, 1, ... 31 numbers
@@ -274,6 +277,11 @@ class _Reader:
     def block(self, data: bytes) -> None:
         n = len(data)
         self.done_bytes += n
+        if len(self.tails) > TAILS_KEPT:  # addresses that rarely repeat (gathers): start the table afresh
+            self.tails.clear()
+            for table in self.tail_tables:
+                table.n = 0
+            self.tail.length[:], self.tail.nwords[:], self.tail_id[:] = -1, 0, -1
         buf = np.empty(n + PAD, np.uint8)
         buf[:n] = np.frombuffer(data, np.uint8)
         buf[n:] = 10
@@ -590,12 +598,11 @@ class _Reader:
         known = len(tails)
         ids = [tails.setdefault(data[a:b], len(tails)) for a, b in zip(q.tolist(), e.tolist())]
         if len(tails) > known:
-            new = list(tails)[known:]
-            counts, values = _numbers(new)
-            self.tail_count = np.concatenate((self.tail_count, counts))
-            self.tail_values = np.concatenate((self.tail_values, values))
-            prefix = np.cumsum(values[:, :31], axis=1, dtype=np.uint64)
-            self.tail_prefix = np.concatenate((self.tail_prefix, np.pad(prefix, ((0, 0), (1, 0)))))
+            counts, values = _numbers(list(tails)[known:])
+            prefix = np.pad(np.cumsum(values[:, :31], axis=1, dtype=np.uint64), ((0, 0), (1, 0)))
+            for table, rows in zip(self.tail_tables, (counts, values, prefix)):
+                table.add(rows, 0, None)
+            self.tail_count, self.tail_values, self.tail_prefix = (t.array[:t.n] for t in self.tail_tables)
         return np.array(ids, np.int64)
 
     # -- the DynamicTrace ------------------------------------------------------------------------------
@@ -658,28 +665,35 @@ def _numbers(texts: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
     (the text after a base address); count -1 where a text is not such a list."""
     counts = np.full(len(texts), -1, np.int64)
     values = np.zeros((len(texts), 33), np.uint64)
-    good, pieces = [], []
-    for i, t in enumerate(texts):
-        if not t:
-            counts[i] = 0
-            continue
-        # what int(token, 10) takes and numpy's text parser reads the same: -?[0-9]+ tokens
-        if (t.translate(None, b"0123456789- ") or t[0] == 32 or b"  " in t or b"- " in t or b"--" in t
-                or t.endswith(b"-") or t.count(b"-") != t.count(b" -") + (t[0] == 45)):
-            continue
-        good.append(i)
-        pieces.append(t if t.endswith(b" ") else t + b" ")
+    counts[[i for i, t in enumerate(texts) if not t]] = 0
+    good = [i for i, t in enumerate(texts) if t]
+    pieces = [texts[i] if texts[i].endswith(b" ") else texts[i] + b" " for i in good]
+    if not _number_list(b"".join(pieces)):  # some text is not one: find which
+        keep = [j for j, t in enumerate(pieces) if _number_list(t)]
+        good, pieces = [good[j] for j in keep], [pieces[j] for j in keep]
     if not good:
         return counts, values
-    flat = np.fromstring(b"".join(pieces), dtype=np.int64, sep=" ")  # noqa: NPY201 - C-speed text parsing
-    sizes = np.array([t.count(b" ") for t in pieces], np.int64)
-    if len(flat) != sizes.sum():
+    joined = b"".join(pieces)
+    flat = np.fromstring(joined, dtype=np.int64, sep=" ")  # noqa: NPY201 - C-speed text parsing
+    ends = np.cumsum([len(t) for t in pieces])
+    spaces = np.flatnonzero(np.frombuffer(joined, np.uint8) == 32)
+    sizes = np.diff(np.searchsorted(spaces, ends), prepend=0)  # numbers per text: one space after each
+    if len(flat) != len(spaces):
         raise _Unreadable
-    at = np.concatenate(([0], np.cumsum(sizes)))
-    for j, i in enumerate(good):
-        v = flat[at[j]:at[j + 1]]
-        if ((v == _I64.max) | (v == _I64.min)).any():  # saturated: out of int64, take it exactly
-            v = np.array([int(x) & _MASK64 for x in pieces[j].split()], np.uint64)
-        counts[i] = len(v)
-        values[i, :min(len(v), 33)] = v[:33].astype(np.uint64)
+    text = np.repeat(np.arange(len(good)), sizes)
+    col = np.arange(len(flat)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    first = col < 33
+    rows = np.array(good)
+    counts[rows] = sizes
+    values[rows[text[first]], col[first]] = flat[first].astype(np.uint64)
+    for j in np.unique(text[(flat == _I64.max) | (flat == _I64.min)]).tolist():  # saturated: beyond int64
+        exact = [int(x) & _MASK64 for x in pieces[j].split()][:33]
+        values[good[j], :len(exact)] = np.array(exact, np.uint64)
     return counts, values
+
+
+def _number_list(t: bytes) -> bool:
+    """Whether `t` is -?[0-9]+ tokens each followed by one space: what int(token, 10) takes and numpy's
+    text parser reads the same way."""
+    return not (t.translate(None, b"0123456789- ") or t[:1] == b" " or b"  " in t or b"- " in t or b"--" in t
+                or t.endswith(b"-") or t.count(b"-") != t.count(b" -") + t.startswith(b"-"))

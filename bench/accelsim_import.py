@@ -13,10 +13,10 @@ Traces: every suite workload for --arch at --size (default 256: 0.13 M to 2.6 M 
 5 to 120 MB), plus --large (default sgemm_maxas_64 at n=512: 4.8 M warp instructions, 243 MB).
 
 Measured 2026-11-25 on the shared 2-core machine (other developers' jobs running; best of 3, a
-fresh process each): 1.7 to 3.5 M warp instructions/s over the 33 traces; the 240 MB one in 1.5 s
-(3.1 M/s), adding 306 MB to the process of which 204 MB are the trace it returns. The reader before
+fresh process each): 1.4 to 3.3 M warp instructions/s over the 33 traces; the 240 MB one in 1.8 s
+(2.6 M/s), adding 305 MB to the process of which 204 MB are the trace it returns. The reader before
 (9ad583d): 0.25 to 1.0 M/s, 19 s and 6.1 GB for the 240 MB trace. Per trace, before and after:
-bench/results/accelsim_import.txt (this script's table, --out).
+bench/results/accelsim_import.txt (this script's --out table, the old reader timed the same way beside it).
 
 Usage: python bench/accelsim_import.py [--workload NAME[,NAME]] [--arch sm_90] [--size 256]
        [--large sgemm_maxas_64:512] [--repeat 3] [--compare] [--cache DIR] [--out FILE]

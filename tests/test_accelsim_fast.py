@@ -146,7 +146,8 @@ def test_list_all_addresses(kernels, tmp_path):
             if ins.addresses is None:
                 return line
             fields = line.split()
-            cut = 2 + 1 + len(ins.dsts) + 2 + len(ins.srcs) + 1  # PC, mask, dest_num, dsts, opcode, src_num, srcs, width
+            # PC, mask, dest_num, dsts, opcode, src_num, srcs, mem_width
+            cut = 2 + 1 + len(ins.dsts) + 2 + len(ins.srcs) + 1
             lanes = [s for s in range(32) if ins.mask >> s & 1]
             return " ".join(fields[:cut] + ["0"] + [f"0x{int(ins.addresses[s]):016x}" for s in lanes]
                             + [str(ins.immediate)]) + " "
@@ -208,7 +209,8 @@ def test_warps_out_of_order_and_xz(kernels, tmp_path):
     ("a base-stride mask", r" ffffffff .* 1 0x[0-9a-f]+ \d+ ", lambda ln: ln.replace(" ffffffff ", " ff00ff00 ", 1),
      "several runs"),
     ("a base", r" 1 0x", lambda ln: ln.replace(" 1 0x", " 1 0xg", 1), "base address"),
-    ("an opcode", r" LDS", lambda ln: ln.replace(" LDS", " LDX", 1), r"opcode LDX[.A-Z0-9]* is not in the sm_90 opcode table"),
+    ("an opcode", r" LDS", lambda ln: ln.replace(" LDS", " LDX", 1),
+     r"opcode LDX[.A-Z0-9]* is not in the sm_90 opcode table"),
     ("a PC", r"^[0-9a-f]{4} ", lambda ln: "fff0" + ln[4:], "PC 0xfff0 is not an instruction address"),
     ("a trailing field", r" 1 0x", lambda ln: ln.rstrip() + " 7 ", "unexpected trailing"),
 ])

@@ -324,6 +324,31 @@ _HEADER_HEX = {"shmem base_addr": "shmem_base_addr", "local mem base_addr": "loc
 _DIM = re.compile(r"^\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)$")
 
 
+def header_line(line: str, h: dict) -> str | None:
+    """Store one `-key = value` header line (stripped) in `h`; the problem as a message, else None."""
+    key, eq, value = line[1:].partition("=")
+    if not eq:
+        return f"header line without '=': {line!r}"
+    key, value = key.strip(), value.strip()
+    try:
+        if key == "kernel name":
+            h["kernel_name"] = value
+        elif key in ("grid dim", "block dim"):
+            m = _DIM.match(value)
+            if not m:
+                return f"{key} must be (x,y,z), got {value!r}"
+            h["grid" if key == "grid dim" else "block"] = [int(v) for v in m.groups()]
+        elif key in _HEADER_INT:
+            h[_HEADER_INT[key]] = int(value)
+        elif key in _HEADER_HEX:
+            h[_HEADER_HEX[key]] = int(value, 16)
+        else:
+            h[key.replace(" ", "_")] = value
+    except ValueError:
+        return f"header field '{key}' has a malformed value {value!r}"
+    return None
+
+
 def read_kernel_trace(path, arch: str | None = None) -> AccelSimKernel:
     """Parse one `kernel-N.traceg[.xz]`; opcodes are mapped to units with `arch`'s opcode table
     (default: the architecture named by the `-binary version` line)."""
@@ -359,26 +384,9 @@ def read_kernel_trace(path, arch: str | None = None) -> AccelSimKernel:
                 if not line:
                     continue
                 if line.startswith("-"):
-                    key, eq, value = line[1:].partition("=")
-                    if not eq:
-                        fail(f"header line without '=': {line!r}", lineno)
-                    key, value = key.strip(), value.strip()
-                    try:
-                        if key == "kernel name":
-                            h["kernel_name"] = value
-                        elif key in ("grid dim", "block dim"):
-                            m = _DIM.match(value)
-                            if not m:
-                                fail(f"{key} must be (x,y,z), got {value!r}", lineno)
-                            h["grid" if key == "grid dim" else "block"] = [int(v) for v in m.groups()]
-                        elif key in _HEADER_INT:
-                            h[_HEADER_INT[key]] = int(value)
-                        elif key in _HEADER_HEX:
-                            h[_HEADER_HEX[key]] = int(value, 16)
-                        else:
-                            h[key.replace(" ", "_")] = value
-                    except ValueError:
-                        fail(f"header field '{key}' has a malformed value {value!r}", lineno)
+                    problem = header_line(line, h)
+                    if problem:
+                        fail(problem, lineno)
                     continue
                 if line.startswith("#"):
                     tag = line.split()[0]

@@ -204,3 +204,12 @@ def test_the_same_kernels_run_clean_in_bounds(name, n):
 
     wl, emu, inputs = emulate_issue13(name, n)
     assert verify(wl, emu, inputs, n)
+
+
+def test_a_cta_outside_the_grid_is_refused():
+    from gpusim.emu.run import emulate
+    from gpusim.errors import EmulationError
+    from gpusim.workloads import find_workload
+
+    with pytest.raises(EmulationError, match="CTA 5 is outside the grid of 1 CTAs"):
+        emulate(find_workload("dgemm_unroll"), "sm_90", 128, ctas=[0, 5])

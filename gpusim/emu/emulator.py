@@ -131,6 +131,9 @@ class Emulator:
         self.program, self.launch, self.memory = program, launch, memory
         self.arch_family = int(program.arch.split("_")[1])
         self.ctas = list(range(launch.n_ctas)) if ctas is None else list(ctas)
+        outside = [c for c in self.ctas if not 0 <= c < launch.n_ctas]
+        if outside:  # a CTA id beyond the grid would run with block indices the kernel never sees
+            raise EmulationError(f"CTA {outside[0]} is outside the grid of {launch.n_ctas} CTAs", program.kernel)
         wpc = launch.warps_per_cta
         n_warps = len(self.ctas) * wpc
         self.state = WarpState(n_warps, program.registers)

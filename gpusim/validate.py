@@ -435,8 +435,13 @@ def _err(pred, meas):
     return 100.0 * (pred - meas) / meas
 
 
-def _launch_overhead_s(sim: dict) -> float:
-    return max(0.0, float(sim["time_s"]) - float(sim["cycles"]) / (float(sim["clock_mhz"]) * 1e6))
+def _event_time_s(card: str, cycles: float, mhz: float) -> float:
+    """The event time of `cycles` at the measured clock `mhz`, by the card's launch model
+    (timing.results.event_time_s; configs/gpus/<card>.yaml launch_overhead_us, event_floor_us)."""
+    from gpusim.config import load_gpu
+    from gpusim.timing.results import event_time_s
+
+    return event_time_s(cycles, mhz, load_gpu(card))
 
 
 def _rounded(fr: dict[str, float] | None) -> dict[str, float] | None:
@@ -463,8 +468,8 @@ def build_row(case: Case, warm: dict | None, cold: dict | None, rec: dict, ncu_r
         cycles = float(warm["cycles"])
         row.update({
             "predicted_cycles": cycles,
-            # at the measured clock, plus the card's host-visible launch overhead (time_s - cycles / clock)
-            "predicted_time_ms": (cycles / (mhz * 1e6) + _launch_overhead_s(warm)) * 1e3,
+            # at the measured clock, then the card's launch model (overhead, floor)
+            "predicted_time_ms": _event_time_s(case.card, cycles, mhz) * 1e3,
             "config_mhz": warm["clock_mhz"],
             "sampling_error_estimate": (warm.get("sampling") or {}).get("error_estimate"),
             "sim_wall_s": warm.get("_wall_s"),

@@ -107,3 +107,17 @@ def test_barrier_holds_warps_until_the_cta_arrives():
     r = simulate(prog, trace(prog, 2, 2, streams=streams), cfg, honour_control_codes=False)
     assert r.cycles >= 9 * lat + 1 + lat  # warp 0 reaches BAR after 9 dependent FFMAs, then one more FFMA
     assert r.stalls["barrier"] >= 9 * lat - 2  # warp 1 waited at the barrier meanwhile
+
+
+def test_event_time_adds_the_launch_overhead_and_keeps_the_floor():
+    """configs/gpus/h100.yaml (validation/h100/micro/launch_floor_h100.json): a 40 us kernel shows
+    40 + 1.6 us between its events, a 2 us kernel the 10.1 us floor; a card without a floor adds only."""
+    from gpusim.timing.results import event_time_s
+
+    h100 = load_gpu("h100")
+    assert event_time_s(40e-6 * 1980e6, 1980.0, h100) == pytest.approx(41.6e-6)
+    assert event_time_s(2e-6 * 1980e6, 1980.0, h100) == pytest.approx(10.1e-6)
+    gtx970 = load_gpu("gtx970")
+    assert gtx970.event_floor_us is None
+    assert event_time_s(1000.0, gtx970.clock_mhz, gtx970) == pytest.approx(
+        1000.0 / (gtx970.clock_mhz * 1e6) + gtx970.launch_overhead_us * 1e-6)

@@ -103,7 +103,8 @@ def test_build_row_uses_warm_for_time_and_cold_for_ncu():
     row = V.build_row(case, warm, cold, rec, rec)
     mhz = row["measured_mhz"]
     assert row["time_cache_state"] == "warm" and row["ncu_cache_state"] == "cold"
-    assert math.isclose(row["predicted_time_ms"], (1000.0 / (mhz * 1e6) + 1e-6) * 1e3)
+    # the card's launch model: + launch_overhead_us 1.6, never below event_floor_us 10.1 (h100.yaml)
+    assert math.isclose(row["predicted_time_ms"], max(1000.0 / (mhz * 1e6) + 1.6e-6, 10.1e-6) * 1e3)
     ncu = rec["ncu"]["metrics"]
     assert math.isclose(row["cycles_error_pct_vs_ncu"],
                         100 * (3000 - ncu["gpc__cycles_elapsed.max"]["value"]) / ncu["gpc__cycles_elapsed.max"]["value"])
@@ -161,9 +162,9 @@ def test_validate_tiny_subset_reports_its_figures(tmp_path, monkeypatch, capsys)
     for r in rows:
         exp = 100 * (r["predicted_time_ms"] - r["measured_time_ms"]) / r["measured_time_ms"]
         assert math.isclose(r["time_error_pct"], exp, rel_tol=1e-12)
-        launch_ms = 7.17e-3  # configs/gpus/h100.yaml launch_overhead_us
-        assert math.isclose(r["predicted_time_ms"], r["predicted_cycles"] / (r["measured_mhz"] * 1e3) + launch_ms,
-                            rel_tol=1e-9)
+        # configs/gpus/h100.yaml: launch_overhead_us 1.6 added, never below event_floor_us 10.1
+        kernel_ms = r["predicted_cycles"] / (r["measured_mhz"] * 1e3)
+        assert math.isclose(r["predicted_time_ms"], max(kernel_ms + 1.6e-3, 10.1e-3), rel_tol=1e-9)
         assert math.isclose(r["measured_cycles"], r["measured_time_ms"] * r["measured_mhz"] * 1e3, rel_tol=1e-12)
         assert r["measured_warp_instructions"] is not None and r["measured_shared_bank_conflicts"] is not None
         assert r["measured_top_stalls"] and r["predicted_top_stalls"]

@@ -222,8 +222,11 @@ class GpuConfig(_Model):
     """GPU-side cycles of a kernel with no work (launch, CTA rasterisation, drain); added to every
     kernel's cycles. 0 where not measured."""
     launch_overhead_us: float = Field(default=0.0, ge=0)
-    """Further host-visible time of a launch as CUDA events see it (empty-kernel event time minus the
-    GPU-side overhead); added to `time_s` only. 0 where not measured."""
+    """Further time a launch takes as CUDA events see it, beyond the kernel's GPU-side cycles; added
+    to `time_s` only (`event_time_s`). 0 where not measured."""
+    event_floor_us: float | None = Field(default=None, gt=0)
+    """CUDA-event time below which back-to-back launches do not go, however short the kernel
+    (`event_time_s`); None where not measured."""
     watchdog_cycles: int = Field(default=2_000_000, ge=1)
 
     @model_validator(mode="after")

@@ -11,7 +11,7 @@ from gpusim.timing import stalls as S
 from gpusim.timing.mem import L1, MemorySystem
 from gpusim.timing.occupancy import occupancy
 from gpusim.timing.precompute import SHARED_RULES, precompute
-from gpusim.timing.results import PcStalls, SimResult
+from gpusim.timing.results import PcStalls, SimResult, event_time_s
 from gpusim.timing.sampling import Sampler
 from gpusim.timing.sm import SM
 from gpusim.timing.static import GLOAD, GSTORE, SMEM, IssueFacts, static_info
@@ -351,7 +351,7 @@ class GPU:
         l1m = sum(sm.l1.cache.misses for sm in sms)
         return SimResult(
             workload=workload, size=size, card=cfg.card, arch=cfg.arch, kernel=prog.kernel, cycles=cycles,
-            time_s=cycles / (cfg.clock_mhz * 1e6) + cfg.launch_overhead_us * 1e-6, clock_mhz=cfg.clock_mhz,
+            time_s=event_time_s(cycles, cfg.clock_mhz, cfg), clock_mhz=cfg.clock_mhz,
             warp_instructions=issued if self.mode == "detailed" else round(issued * self._grid_ctas() / max(1, n_ctas)),
             ipc=issued / cycles / max(1, len(sms)) if cycles else 0.0, sms_used=len(sms), ctas=n_ctas,
             waves=n_ctas / (occ.ctas_per_sm * cfg.sm_count),
@@ -415,7 +415,7 @@ class GPU:
                             "simulated are made up from the kept ones; their shared/register counters are "
                             "estimated per instruction from the recorded iterations)"}
         return base.model_copy(update={
-            "cycles": cycles, "time_s": cycles / (cfg.clock_mhz * 1e6) + cfg.launch_overhead_us * 1e-6,
+            "cycles": cycles, "time_s": event_time_s(cycles, cfg.clock_mhz, cfg),
             "warp_instructions": round(issued * scale),
             "ipc": issued * scale / active / cycles if cycles else 0.0,
             "sms_used": active, "ctas": self._grid_ctas(),

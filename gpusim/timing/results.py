@@ -9,6 +9,16 @@ from gpusim.timing.stalls import REASONS
 RESULT_SCHEMA_VERSION = 1
 
 
+def event_time_s(cycles: float, clock_mhz: float, cfg) -> float:
+    """A launch's CUDA-event time (validation harness: every launch between its own pair of events,
+    launched back to back): the kernel's cycles at `clock_mhz` plus the card's `launch_overhead_us`,
+    and never below its `event_floor_us`. H100 (validation/h100/micro/launch_floor_h100.json): a
+    kernel spinning 12-81 us takes its Nsight duration + 1.50-1.66 us; kernels of 2.2-4.4 us take
+    9.6-11.4 us (launches do not come faster)."""
+    t = cycles / (clock_mhz * 1e6) + cfg.launch_overhead_us * 1e-6
+    return max(t, cfg.event_floor_us * 1e-6) if cfg.event_floor_us else t
+
+
 class PcStalls(BaseModel):
     address: int
     text: str
@@ -26,7 +36,7 @@ class SimResult(BaseModel):
     kernel: str
     mode: str = "detailed"
     cycles: float  # includes the card's kernel_overhead_cycles (the cost of a kernel with no work)
-    time_s: float  # cycles at the config clock plus the card's launch_overhead_us (as CUDA events see it)
+    time_s: float  # as CUDA events see it: cycles at the config clock, then `event_time_s`
     clock_mhz: float
     warp_instructions: int
     ipc: float  # warp-instructions per cycle per SM that ran CTAs

@@ -178,6 +178,22 @@ extern "C" __global__ void ldg_scatter_plain32(const char* base, unsigned* sink,
         }                                                                                                \
         stamp(out, t0, clk());                                                                           \
     }
+// scattered 32-bit stores: lane l writes 4 bytes at p + l*stride (stride 4: one line, every byte of it;
+// 32: 32 sectors of 8 lines, 4 of each sector's 32 bytes; 128: 32 lines), U stores 4 KB apart per
+// iteration, the window moving by U*4 KB per iteration per warp and wrapping inside `mask` (a transpose's
+// column writes are the stride >= 32 case)
+extern "C" __global__ void stg_scatter32(char* base, long long* out, int iters, unsigned long long mask,
+                                         int stride, unsigned v) {
+    int w = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    unsigned long long off = (unsigned long long)w * (U * 4096ull);
+    long long t0 = clk();
+    _Pragma("unroll 1") for (int i = 0; i < iters; ++i) {
+        char* p = base + (off & mask) + (threadIdx.x & 31) * stride;
+        unroll<0, 4096>([&]<int I, int K>() { ST32; });
+        off += (unsigned long long)gridDim.x * (blockDim.x >> 5) * (U * 4096ull);
+    }
+    stamp(out, t0, clk());
+}
 STG_KERNEL(32, 4, ST32)
 STG_KERNEL(64, 8, ST64)
 STG_KERNEL(128, 16, ST128)

@@ -200,6 +200,26 @@ def m_stg(b: Bench) -> dict:
     return res
 
 
+def m_stg_scatter(b: Bench) -> dict:
+    """Stores whose 32 lanes write 4 bytes each, 1..32 lines and partial sectors apart (a transpose's
+    column writes): the rate per SM, and (with --ncu) the DRAM bytes of the 2 GB window."""
+    cp, np = b.cp, b.np
+    res = {"method": f"stg_scatter32: lane l stores 4 B at p + l*stride, {U} stores 4 KB apart per iteration, the "
+                     "window moving on per iteration and wrapping inside `mask`+1 bytes (4 MB: L2-resident; 2 GB: "
+                     "DRAM); 1 CTA per SM", "cases": {}}
+    buf = cp.zeros(2 << 30, dtype=cp.uint8)
+    for stride in (4, 8, 16, 32, 64, 128):
+        for label, mask in (("l2_4MB", (4 << 20) - 1), ("dram_2GB", (2 << 30) - 1)):
+            iters = 64
+            for w in (8, 32):
+                r = rate_case(b, "stg_scatter32", w, lambda out: (buf, out, np.int32(iters), np.uint64(mask),
+                                                                   np.int32(stride), np.uint32(7)), iters * U, reps=2)
+                res["cases"][f"s{stride}_{label}_w{w}"] = r
+    del buf
+    cp.get_default_memory_pool().free_all_blocks()
+    return res
+
+
 def m_scatter(b: Bench) -> dict:
     """Loads that miss L1 and touch 1..32 lines of 4..1 sectors: whether a warp's limit on outstanding
     misses counts lines, sectors or neither."""
@@ -443,7 +463,7 @@ def main() -> int:
         R["errors"].append(f"nvidia-smi: {e!r}")
     b = Bench(comp["cubin"])
     b.launch("empty", 1, 32, (b.np.uint64(0),))
-    groups = {"ldg": m_ldg_rates, "wrap": m_wrap, "scatter": m_scatter, "partition": m_partition, "stream": m_stream, "stg": m_stg, "sts": m_sts, "issue": m_issue,
+    groups = {"ldg": m_ldg_rates, "wrap": m_wrap, "scatter": m_scatter, "partition": m_partition, "stream": m_stream, "stg": m_stg, "stg_scatter": m_stg_scatter, "sts": m_sts, "issue": m_issue,
               "launch": m_launch, "bandwidth": m_bandwidth_events}
     only = {s for s in args.only.split(",") if s}
     for name, fn in groups.items():

@@ -187,7 +187,11 @@ class L2Config(_Model):
     """Dirty (written, not yet written back) bytes L2 keeps; past that the oldest are written back
     to DRAM. None: limited by the capacity only."""
     write_bandwidth_bytes_per_cycle: float | None = Field(default=None, gt=0)
-    """Bytes per cycle L2 accepts from stores (whole chip); None: `bandwidth_bytes_per_cycle`."""
+    """Bytes per cycle L2 accepts from stores (whole chip); None: `bandwidth_bytes_per_cycle`. A
+    store is charged its sectors plus `write_line_sectors` per line it touches."""
+    write_line_sectors: float = Field(default=0.0, ge=0)
+    """What each line a store touches costs L2's write path on top of its sectors, in sectors
+    (0: sectors only)."""
     initial: Literal["cold", "warm"] = "cold"
     """Cache state at launch. cold: L2 holds none of the kernel's data (Nsight Compute flushes caches
     before a profiled launch). warm: the state after a previous launch of the same kernel on the same

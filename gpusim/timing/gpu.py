@@ -310,7 +310,7 @@ class GPU:
             return 0.0
         per_sm = len(sms)  # the queues' bandwidth is the simulated SMs' share
         dram = (memory.dram.read_bytes + memory.dram.write_bytes) / done / (memory.dram.queue.bytes_per_cycle / per_sm)
-        l2 = memory.l2_bytes / done / (memory.l2_queue.bytes_per_cycle / per_sm)
+        l2 = memory.l2_queue_bytes / done / (memory.l2_queue.bytes_per_cycle / per_sm)
         return max(dram, l2)
 
     @staticmethod

@@ -445,7 +445,8 @@ class SM:
         if kind == GLOAD:
             done = self.l1.load(now, passed, sectors, readonly, w, self.static[w.pcs[pos]].warp_bytes)
         else:
-            done = self.l1.store(now, passed, sectors)
+            done, accepted = self.l1.store(now, passed, sectors)
+            sp.lsu.hold(accepted)
         return done, True, start + self.lsu_read
 
     def _operands_ready(self, w: Warp, pc: int, t: float, now: float) -> tuple[float, int]:

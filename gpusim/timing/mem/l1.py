@@ -64,5 +64,6 @@ class L1:
             i += 1
         return start
 
-    def store(self, now: float, ready: float, sectors) -> float:
+    def store(self, now: float, ready: float, sectors) -> tuple[float, float]:
+        """Stores write through to L2: (cycle the data is there, cycle L2 took the last sector)."""
         return self.memory.store(now, sectors, ready)

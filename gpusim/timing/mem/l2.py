@@ -2,7 +2,10 @@
 
 - Loads that miss L1 look sectors up here; a miss fills the sector from DRAM (a sector whose fill is
   in flight is waited for, as an MSHR merges misses). All sectors pass the L2 bandwidth queue.
-- Stores write through L1 to here and allocate without reading DRAM (Nsight: a kernel that only
+- Stores write through L1 to here and allocate without reading DRAM; L2 takes their sectors at its
+  write bandwidth, each line a store touches costing `write_line_sectors` sectors more (H100: 32-bit
+  stores whose lanes hit 32 lines pass 0.24 sectors per SM-cycle, whole lines 0.47;
+  validation/h100/micro/memory6_h100.json `stg_scatter`, memory_h100.json `stg`) (Nsight: a kernel that only
   writes reads no DRAM bytes, `write_once` in validation/h100/micro/memory_h100.json). The sector
   becomes dirty; DRAM sees it only when it is written back: when it is evicted, or when the dirty
   sectors exceed `dirty_limit_bytes` (then the oldest dirty sector is cleaned). Dirty data left at
@@ -77,12 +80,15 @@ class MemorySystem:
         # a written sector occupies the L2 queue as long as read_bw / write_bw read sectors
         self.write_cost = l2.bandwidth_bytes_per_cycle / l2.write_bandwidth_bytes_per_cycle \
             if l2.write_bandwidth_bytes_per_cycle else 1.0
+        self.line_sectors = l2.write_line_sectors  # a store's lines cost this many sectors more each
+        self.sectors_per_line = max(1, 128 // sb)
         limit = l2.dirty_limit_bytes if l2.dirty_limit_bytes is not None else self.l2.capacity * sb
         self.dirty_capacity = max(1, int(limit * (share if dirty_share is None else dirty_share)) // sb)
         self.dirty: OrderedDict[int, None] = OrderedDict()  # dirty sectors, oldest write first
         self.dram = Dram(mem.dram.bandwidth_gb_s * 1e9 / (clock_mhz * 1e6) * share, mem.dram.latency_cycles)
         self.l2_latency = l2.latency_cycles
         self.l2_bytes = 0  # bytes read from or written to L2
+        self.l2_queue_bytes = 0.0  # the same as the L2 queue weighs them (a written byte costs `write_cost`)
         self.dram_fraction: float | None = None  # sampled mode: share of local L2 misses that go to DRAM
         self._dram_credit = 0.0
 
@@ -95,6 +101,7 @@ class MemorySystem:
         sb = self.sector_bytes
         to_dram = self._to_dram()  # sampled mode: decided per access, see _to_dram
         self.l2_bytes += sb * len(sectors)
+        self.l2_queue_bytes += sb * len(sectors)
         for s in sectors:
             t = self.l2_queue.serve(now, sb)
             ready = self.l2.lookup(s)
@@ -108,21 +115,32 @@ class MemorySystem:
         return done
 
     # ---- stores ----------------------------------------------------------------------------------
-    def store(self, now: float, sectors, start: float) -> float:
+    def store(self, now: float, sectors, start: float) -> tuple[float, float]:
         """Sectors a store issued at `now` writes (through L1), sent no earlier than `start`: allocated
-        in L2 dirty, no DRAM read. Returns the cycle the last write has reached L2."""
-        done = start
+        in L2 dirty, no DRAM read. Returns (the cycle the last write has reached L2, the cycle L2's
+        write bandwidth has taken the last sector: until then the store holds its LSU queue slot)."""
+        done = accepted = start
         sb = self.sector_bytes
         self.l2_bytes += sb * len(sectors)
+        # each sector costs write_cost sectors of the L2 queue, and each line touched line_sectors more
+        # (spread over its sectors): scattered stores take longer per byte than whole lines
+        per = sb * self.write_cost
+        if self.line_sectors and sectors:
+            spl = self.sectors_per_line
+            lines = 1 + sum(1 for a, b in zip(sectors, sectors[1:]) if a // spl != b // spl)  # ascending
+            per *= 1.0 + self.line_sectors * lines / len(sectors)
+        self.l2_queue_bytes += per * len(sectors)
         for s in sectors:
-            t = self.l2_queue.serve(now, sb * self.write_cost)
+            t = self.l2_queue.serve(now, per)
+            if t > accepted:
+                accepted = t
             finish = (t if t > start else start) + self.l2_latency
             ready = self.l2.sectors.get(s)
             self._evicted(self.l2.fill(s, finish if ready is None else max(ready, finish)), now)
             self._make_dirty(s, now)
             if finish > done:
                 done = finish
-        return done
+        return done, accepted
 
     def _make_dirty(self, sector: int, now: float) -> None:
         dirty = self.dirty

@@ -19,7 +19,11 @@ Measured on the H100 (bench/micro/run_memory.py, validation/h100/micro/memory*_h
 - LDG touching 32 lines: 36 queued, then one per 62-66 cycles: depth ~36, 0.5 lines per cycle
   (`issue.ldg_s128`); 32 warps reach 1 line per cycle per SM (`ldg.by_stride`);
 - STS / STG from one warp free their data register 11 / 13 cycles after issue (`issue.sts_s4`,
-  `issue.stg_s4`: a CS2R that overwrites the stored register waits for it).
+  `issue.stg_s4`: a CS2R that overwrites the stored register waits for it);
+- stores whose 32 lanes write 32 sectors in 32 lines pass at 0.24 sectors per SM-cycle when they
+  stay in L2, what L2's write bandwidth gives each SM (`stg_scatter`, memory6_h100.json): a store
+  holds its LSU slot until L2 has taken its data (`hold`), so stores beyond L2's write bandwidth
+  back up into the queue (lg_throttle), as Nsight shows for transpose_naive.
 """
 
 from __future__ import annotations
@@ -64,3 +68,11 @@ class AccessQueue:
             done = self.free = start + units / rate
         self.leaving.append(done)
         return start, done
+
+    def hold(self, until: float) -> None:
+        """The instruction that entered last keeps its place until `until` (a store until L2 has
+        taken its data); the queue passes in order, so the ones behind it wait too."""
+        if until > self.leaving[-1]:
+            self.leaving[-1] = until
+            if until > self.free:
+                self.free = until

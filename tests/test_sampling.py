@@ -264,3 +264,10 @@ def test_a_loop_whose_kept_head_is_too_short_to_make_up_iterations_falls_back_to
     monkeypatch.setattr(sampling, "KEEP_TAIL", 24)
     r = run_workload("sgemm_maxas_64", "h100", 512, mode="sampled")
     assert r.sampling["trace_left_out_instructions"] == 0 and r.cycles == full.cycles
+
+
+def test_sampled_write_backs_never_exceed_what_the_grid_stores():
+    """dgemm_unroll_128b h100 2048 (sampled): C is 2048^2 doubles (32 MiB). Its write-backs scaled like
+    its loads came to 105 MiB; they are capped at the grid's stored bytes (Nsight measured 18.8 MiB)."""
+    r = run_workload("dgemm_unroll_128b", "h100", 2048, mode="sampled")
+    assert 0 < r.memory["dram_write_bytes"] <= 2048 * 2048 * 8

@@ -270,7 +270,7 @@ class GPU:
         last = int(np.argmax(ends))
         return self._result_sampled(sms, memory, occ, workload, size, active, ends, len(ctas), repeats[last], last)
 
-    def _memory_scaled(self, memory: dict, sms, scale: float) -> dict:
+    def _memory_scaled(self, memory: dict, sms, scale: float, stored: int = 0) -> dict:
         """Sampled mode's cache and traffic counters, scaled to the grid: the simulated SMs count
         only the accesses they simulated, so they are scaled by the instructions fast-forwarded
         over (issued / simulated) and by grid CTAs / traced CTAs (before this they were the
@@ -283,6 +283,11 @@ class GPU:
         factor = scale * (issued / simulated if simulated > 0 else 1.0)
         out = {k: (round(v * scale) if k == "global_load_instructions" else round(v * factor))
                for k, v in memory.items()}
+        # write-backs cannot exceed what the grid stores (each CTA's stores once, scaled by CTAs only:
+        # the fast-forwarded loop iterations of GEMMs store nothing); scaled like the loads, the
+        # simulated SMs' write-backs came to 3-6x the 32 MB a 2048^2 DGEMM writes
+        out["dram_write_bytes"] = min(out["dram_write_bytes"], round(stored * scale))
+        out["dram_bytes"] = out["dram_read_bytes"] + out["dram_write_bytes"]
         l2 = self.cfg.memory.l2
         if self.footprint_bytes and self.footprint_bytes <= (l2.effective_size_bytes or l2.size_bytes):
             # inputs that fit in L2 come from DRAM once (a cold L2), or not at all (warm): the grid's
@@ -423,7 +428,7 @@ class GPU:
             "stalls": {k: round(v, 1) for k, v in table.totals().items()}, "stalls_per_pc": per_pc,
             "shared": {k: (round(v * scale) if isinstance(v, int) else v) for k, v in base.shared.items()},
             "registers": {k: round(v * scale) for k, v in base.registers.items()},
-            "memory": self._memory_scaled(base.memory, sms, scale),
+            "memory": self._memory_scaled(base.memory, sms, scale, len(memory.stored) * memory.sector_bytes),
             "sampling": sampling, "mode": "sampled"})
 
 

@@ -89,6 +89,7 @@ class MemorySystem:
         self.l2_latency = l2.latency_cycles
         self.l2_bytes = 0  # bytes read from or written to L2
         self.l2_queue_bytes = 0.0  # the same as the L2 queue weighs them (a written byte costs `write_cost`)
+        self.stored = set()  # the sectors stores wrote (each once)
         self.dram_fraction: float | None = None  # sampled mode: share of local L2 misses that go to DRAM
         self._dram_credit = 0.0
 
@@ -122,6 +123,7 @@ class MemorySystem:
         done = accepted = start
         sb = self.sector_bytes
         self.l2_bytes += sb * len(sectors)
+        self.stored.update(sectors)
         # each sector costs write_cost sectors of the L2 queue, and each line touched line_sectors more
         # (spread over its sectors): scattered stores take longer per byte than whole lines
         per = sb * self.write_cost

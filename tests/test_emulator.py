@@ -74,7 +74,7 @@ def test_xmad_sequence_is_32bit_multiply_add():
 
 def test_ffma_rounds_once():
     """FFMA of three floats whose float64 sum is a float32 midpoint while the exact value is above it
-    (the last step of the IEEE division 1 / 4294967040 [difftest golden, dt_mufu]): rounded once, up;
+    (the last step of the IEEE division 1 / 4294967040 [difftest golden, dt_mufu; now dt_fdiv]): rounded once, up;
     with .FTZ a denormal result is a zero of its sign."""
     a = np.full(32, 0x2F800001, np.uint32)  # 2^-32 (1 + 2^-23)
     a[1::2] |= np.uint32(0x80000000)  # every other lane negated: -(a * b + c)

@@ -86,7 +86,7 @@ def f32_result(r64, mods=(), err=None) -> np.ndarray:
     value is r64 + err (err: the float64 sum's rounding error; None or 0 where r64 is exact, as a
     product of two floats is). Round to nearest even by default: where r64 sits exactly halfway between
     two floats but the exact value does not, err decides (rounding r64 alone would round twice:
-    1 / 4294967040 came out one ulp low [difftest golden, dt_mufu]); .RZ/.RM/.RP step one ulp where
+    1 / 4294967040 came out one ulp low [difftest golden, dt_mufu; now dt_fdiv]); .RZ/.RM/.RP step one ulp where
     round-to-nearest went the wrong way; .FTZ flushes a denormal result to a zero of its sign; .SAT
     clamps to [0, 1] with NaN giving +0; any other NaN result becomes the canonical 0x7FFFFFFF."""
     r64 = np.asarray(r64, dtype=np.float64)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
-from edges import EDGE32, EDGE64, f32, f64  # noqa: E402
+from edges import EDGE32, EDGE64, MASK64, f32, f64, splitmix64  # noqa: E402
 
 SOURCE = HERE / "difftest2.cu"
 CUBIN = HERE / "build" / "difftest2.cubin"
@@ -35,17 +35,6 @@ N = 2048         # lanes
 TAIL = 128       # words after the lanes' outputs: the global atomics' targets (d2_atomg)
 BLOCK = 128
 PARAMS = (27, 29, -3)  # p0 (trip counts), p1 (strides), p2 (a negative offset)
-MASK64 = 2**64 - 1
-
-
-def _splitmix64(state: int):
-    """An endless stream of 64-bit words (SplitMix64), the same on every machine."""
-    while True:
-        state = (state + 0x9E3779B97F4A7C15) & MASK64
-        z = state
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
-        yield z ^ (z >> 31)
 
 
 def inputs() -> dict[str, list[int]]:
@@ -53,7 +42,7 @@ def inputs() -> dict[str, list[int]]:
     (random high word), a random word, and small values (lane numbers, shift counts, bytes: what
     shuffles, shifts and the lane-indexed paths read). The three use different edge orders, so lanes
     of one warp disagree (votes, ballots, MATCH, REDUX see mixed inputs)."""
-    rnd = _splitmix64(2013)
+    rnd = splitmix64(2013)
     out = {}
     for name, step in (("A", 1), ("B", 7), ("C", 13)):
         words = []
@@ -77,7 +66,7 @@ def o_init() -> list[int]:
     """O before every launch: a random word everywhere (so a store of the wrong width or place shows),
     except the tail's float and double atomic-add targets (d2_atomg: g32[112..119], g64[56..63]),
     which start at small integers so their sums are exact in any order."""
-    rnd = _splitmix64(1313)
+    rnd = splitmix64(1313)
     o = [next(rnd) for _ in range(N * K + TAIL)]
     base = N * K
     for j in range(8):

@@ -448,6 +448,32 @@ SIG(d2_const)
     o[2] = U2(ctab[(t + p0) & 63], ctab[p1 & 63] + ctab[(p2 + 64) & 63]);
 }
 
+// warp-synchronous operations over a partial mask held in a vector register (one word per warp from
+// memory), inside the branch of the mask's lanes while the other lanes are on the other path:
+// shuffles, votes, __syncwarp(m), REDUX and MATCH (nvcc checks at run time that the mask is the same
+// in every lane: MATCH.ANY, REDUX.OR, WARPSYNC.EXCLUSIVE)
+SIG(d2_partial)
+{
+    __shared__ unsigned sh[128];
+    LANE
+    int lane = t & 31;
+    unsigned m = (unsigned)C[i & ~31] | 1u;
+    sh[t] = a ^ 0x5a5a5a5au;
+    u64 r0 = 0, r1 = 0, r2 = 0, r3 = 0;
+    if ((m >> lane) & 1) {
+        int hi = 31 - __clz(m), lo = __ffs(m) - 1;
+        r0 = U2(__shfl_sync(m, a, hi), __shfl_sync(m, b, lo));
+        r1 = U2(__ballot_sync(m, b & 1), __all_sync(m, c & 1) | __any_sync(m, a & 2) << 1);
+        __syncwarp(m);
+        r2 = U2(sh[(t & ~31) + hi], __reduce_add_sync(m, a));
+        r3 = U2(__match_any_sync(m, b & 3), __reduce_or_sync(m, c));
+    }
+    o[0] = r0;
+    o[1] = r1;
+    o[2] = r2;
+    o[3] = r3;
+}
+
 // warp-synchronous operations whose member lanes are on different paths at that moment: the
 // WARPSYNC.COLLECTIVE slow path behind BRA.DIV. Since sm_70 a shfl.sync / vote.sync / bar.warp.sync
 // waits until every non-exited lane of its member mask has executed one with the same qualifiers

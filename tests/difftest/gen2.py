@@ -1,7 +1,8 @@
 """Differential tests against the hardware, second family: the kernels of difftest2.cu (shared-memory
 tiles and barriers, every load/store width and space, LEA and uniform-datapath index arithmetic, warp
-shuffles, votes, REDUX, MATCH, shared and global atomics, divergent loops, CALL/RET, and warp-synchronous
-operations whose lanes are on different paths: WARPSYNC.COLLECTIVE, d2_converge).
+shuffles, votes, REDUX, MATCH, shared and global atomics, divergent loops, CALL/RET, warp-synchronous
+operations over a partial mask (d2_partial) and over lanes on different paths (WARPSYNC.COLLECTIVE,
+d2_converge)).
 
 Pure Python (no numpy): run_golden2.py imports it on the GPU machine to rebuild the same inputs.
 
@@ -30,7 +31,8 @@ CUBIN = HERE / "build" / "difftest2.cubin"
 LISTING = HERE / "golden" / "difftest2_sm_90.sass"
 CUBIN_HASH = HERE / "golden" / "difftest2_sm_90.cubin.sha256"
 KERNELS = ["d2_smem", "d2_tile", "d2_gmem", "d2_index", "d2_stride", "d2_regtile", "d2_shfl", "d2_vote",
-           "d2_atoms", "d2_atomg", "d2_ctrl", "d2_local", "d2_const", "d2_converge"]
+           "d2_atoms", "d2_atomg", "d2_ctrl", "d2_local", "d2_const", "d2_partial",
+           "d2_converge"]
 K = 8            # words per lane
 N = 2048         # lanes
 TAIL = 128       # words after the lanes' outputs: the global atomics' targets (d2_atomg)

@@ -9,11 +9,13 @@ the issue-13 kernels under tests/data/issue13 (tests/test_issue13.py). Forms tha
 The sm_90 forms also include those of the difftest kernels (tests/difftest/golden/difftest_sm_90.sass and,
 second family, difftest2_sm_90.sass);
 "golden" counts the forms executed by the difftest kernels whose outputs all equal the H100's bit for
-bit (tests/test_difftest.py), which also count as covered.
+bit (tests/test_difftest.py, test_difftest2.py), which also count as covered; a golden file that is not
+a run of the committed cubin (sha256 recorded with the device) counts for nothing.
+--kernels lists each difftest kernel's status and the forms that only it executes.
 
 The emulation here re-runs those cases and checks them itself (a failed check makes the case count
 for nothing and is reported). Usage:
-    python scripts/sass_coverage.py [--json FILE] [--missing]
+    python scripts/sass_coverage.py [--json FILE] [--missing] [--kernels]
 """
 
 from __future__ import annotations
@@ -86,44 +88,67 @@ def cases():
         yield f"issue13/{wl.name}@{n}", "sm_90", program, run
 
 
-def golden_forms() -> tuple[set[str], set[str]]:
+def _measured(npz: Path, cubin_hash: Path, load):
+    """The golden file if it is a GPU run of the committed cubin (its sha256 recorded with the
+    device), else None: the kernels then count in the listing only."""
+    if not npz.exists() or f"cubin sha256 {cubin_hash.read_text().strip()}" not in str(np.load(npz)["device"]):
+        return None
+    return load(npz)
+
+
+def golden_forms() -> tuple[set[str], set[str], list]:
     """(forms in the difftest listings, forms executed by the difftest kernels whose every output
-    equals the GPU's bit for bit when replayed) - sm_90 only. The second family (difftest2) counts
-    in the listing until its golden file is measured."""
+    equals the GPU's bit for bit when replayed, and per kernel (name, executed forms, status)) -
+    sm_90 only. A kernel whose golden file is not a run of the committed cubin is replayed on the
+    generator's inputs and counts in the listing only."""
     sys.path.insert(0, str(REPO_ROOT / "tests" / "difftest"))
+    import gen
     import gen2
-    from gen import KERNELS
     from pack2 import load as load2
     from replay import LISTING, LISTING2, replay, replay2
 
-    golden = dict(np.load(GOLDEN / "difftest_sm_90.npz"))
-    listed, exact = set(), set()
-    for name in KERNELS:
-        program = parse_listing(LISTING, name)
+    listed, exact, kernels = set(), set(), []
+
+    def account(name, program, run, compare):
+        nonlocal listed, exact
         listed |= {form(i) for i in program.instructions}
-        out, emu = replay(name, golden["A"], golden["B"], golden["C"], record=True)
-        if (out == golden[name]).all():
-            exact |= _executed_forms(program, emu)
-    npz2 = GOLDEN / "difftest2_sm_90.npz"
-    golden2 = load2(npz2) if npz2.exists() else None
-    for name in gen2.KERNELS:
-        program = parse_listing(LISTING2, name)
-        listed |= {form(i) for i in program.instructions}
-        if golden2 is None:
-            continue
         try:
-            out, emu = replay2(name, golden2, record=True)
-        except GpusimError:  # e.g. an opcode the emulator lacks: the kernel covers nothing
-            continue
-        if (out == golden2[name]).all():
-            exact |= _executed_forms(program, emu)
-    return listed, exact
+            out, emu = run()
+        except GpusimError as exc:  # e.g. an opcode the emulator lacks: the kernel covers nothing
+            kernels.append((name, set(), f"emulation fails: {exc}"))
+            return
+        ran = _executed_forms(program, emu)
+        status = compare(out)
+        if status == "exact":
+            exact |= ran
+        kernels.append((name, ran, status))
+
+    def verdict(diff):
+        return "exact" if not diff else f"differs from the GPU in {diff}"
+
+    golden = _measured(GOLDEN / "difftest_sm_90.npz", gen.CUBIN_HASH, lambda p: dict(np.load(p)))
+    inputs = golden or {x: np.array(v, np.uint64) for x, v in gen.inputs().items()}
+    for name in gen.KERNELS:
+        account(name, parse_listing(LISTING, name),
+                lambda name=name: replay(name, inputs["A"], inputs["B"], inputs["C"], record=True),
+                lambda out, name=name: "not measured" if golden is None else
+                verdict([f"output {k}" for k in range(gen.K) if (out[:, k] != golden[name][:, k]).any()]))
+    golden2 = _measured(GOLDEN / "difftest2_sm_90.npz", gen2.CUBIN_HASH, load2)
+    inputs2 = golden2 or {**{x: np.array(v, np.uint64) for x, v in gen2.inputs().items()},
+                          "O0": np.array(gen2.o_init(), np.uint64), "params": np.array(gen2.PARAMS, np.int32)}
+    for name in gen2.KERNELS:
+        account(name, parse_listing(LISTING2, name), lambda name=name: replay2(name, inputs2, record=True),
+                lambda out, name=name: "not measured" if golden2 is None else
+                verdict(f"{int((out != golden2[name]).sum())} words" if (out != golden2[name]).any() else ""))
+    return listed, exact, kernels
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", type=Path, help="write the per-arch form lists here")
     ap.add_argument("--missing", action="store_true", help="list the forms not covered")
+    ap.add_argument("--kernels", action="store_true",
+                    help="per difftest kernel: its status against the GPU and the forms only it executes")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")  # numpy's overflow/invalid warnings on the edge inputs
 
@@ -141,7 +166,8 @@ def main() -> int:
             covered[arch] |= executed
         else:
             failed.append(f"{arch} {label}")
-    golden_listed, golden_exact = golden_forms()
+    covered_outside_golden = {arch: set(f) for arch, f in covered.items()}
+    golden_listed, golden_exact, kernels = golden_forms()
     in_listings["sm_90"] |= golden_listed
     covered["sm_90"] |= golden_exact
     golden = {"sm_90": golden_exact}
@@ -161,6 +187,11 @@ def main() -> int:
             print("   not covered: " + ", ".join(sorted(total - cov)))
     if failed:
         print("cases whose check failed (not counted): " + "; ".join(failed))
+    if args.kernels:
+        print("difftest kernels (forms executed that no checked suite case and no other difftest kernel executes):")
+        for name, ran, status in kernels:
+            others = covered_outside_golden["sm_90"].union(*(r for n, r, _ in kernels if n != name))
+            print(f"  {name}: {status}; {len(ran)} forms executed; only here: {', '.join(sorted(ran - others)) or '-'}")
     if args.json:
         args.json.write_text(json.dumps(out, indent=1) + "\n")
     return 0

@@ -2,6 +2,8 @@
 instruction counts equal the H100's; XMAD and faults behave."""
 
 import csv
+import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -72,7 +74,7 @@ def test_xmad_sequence_is_32bit_multiply_add():
 
 def test_ffma_rounds_once():
     """FFMA of three floats whose float64 sum is a float32 midpoint while the exact value is above it
-    (the last step of the IEEE division 1 / 4294967040 [difftest golden, dt_mufu]): rounded once, up;
+    (the last step of the IEEE division 1 / 4294967040 [difftest golden, dt_mufu; now dt_fdiv]): rounded once, up;
     with .FTZ a denormal result is a zero of its sign."""
     a = np.full(32, 0x2F800001, np.uint32)  # 2^-32 (1 + 2^-23)
     a[1::2] |= np.uint32(0x80000000)  # every other lane negated: -(a * b + c)
@@ -85,6 +87,51 @@ def test_ffma_rounds_once():
     _run(emu, "FFMA R4, R1, R2, R3", load_opcode_table("sm_52"))
     _run(emu, "FFMA.FTZ R5, R1, R2, R3", load_opcode_table("sm_52"))
     assert (emu.state.R[4] == 0x00400000).all() and (emu.state.R[5] == 0).all()
+
+
+def _directed(q, mode):
+    """The exact rational q rounded to float64 by mode (None: to nearest), from Python's correctly
+    rounded Fraction -> float and one step where that went the wrong way (no overflow here)."""
+    r = float(q)
+    if mode == "RP" and Fraction(r) < q:
+        r = math.nextafter(r, math.inf)
+    if mode == "RM" and Fraction(r) > q:
+        r = math.nextafter(r, -math.inf)
+    if mode == "RZ" and abs(Fraction(r)) > abs(q):
+        r = math.nextafter(r, 0.0)
+    return r
+
+
+def test_fp64_directed_rounding():
+    """DMUL and DFMA with .RZ/.RM/.RP round the exact value (IEEE division and sqrt slow paths,
+    __dmul_ru, __fma_rd): inexact products, products whose rounding error underflows or that lie
+    below the subnormal range next to a normal addend (the addend moves one ulp toward the product's
+    sign), tiny results, and results past the largest double (.RZ: the largest finite)."""
+    rng = np.random.default_rng(5)
+    a = rng.uniform(1, 2, 32) * 2.0 ** rng.integers(-540, 540, 32) * rng.choice([-1, 1], 32)
+    b = rng.uniform(1, 2, 32) * 2.0 ** rng.integers(-540, 540, 32) * rng.choice([-1, 1], 32)
+    c = -a * b * rng.choice([1.0, 1 + 2.0**-40, 2.0**-60, 2.0**50], 32)
+    a[:4], b[:4] = [1e-300, -3e-170, 2e-160, 1.5], [3e-30, 1e-160, -7e-155, 1e-320]
+    c[:4] = [1.0, 2.5e-310, 0.0, -4e-324]
+    table = load_opcode_table("sm_90")
+    for mode in ("RZ", "RM", "RP"):
+        emu = _FakeEmu({2: a.view(np.uint32)[0::2].copy(), 3: a.view(np.uint32)[1::2].copy(),
+                        4: b.view(np.uint32)[0::2].copy(), 5: b.view(np.uint32)[1::2].copy(),
+                        6: c.view(np.uint32)[0::2].copy(), 7: c.view(np.uint32)[1::2].copy()})
+        _run(emu, f"DFMA.{mode} R8, R2, R4, R6", table)
+        _run(emu, f"DMUL.{mode} R10, R2, R4", table)
+        got = {r: (emu.state.R[r].astype(np.uint64) | emu.state.R[r + 1].astype(np.uint64) << np.uint64(32))
+               .view(np.float64) for r in (8, 10)}
+        for i in range(32):
+            qa, qb, qc = Fraction(float(a[i])), Fraction(float(b[i])), Fraction(float(c[i]))
+            assert got[8][i] == _directed(qa * qb + qc, mode), (mode, i, "DFMA")
+            assert got[10][i] == _directed(qa * qb, mode), (mode, i, "DMUL")
+    big = np.full(32, 1e300)
+    emu = _FakeEmu({2: big.view(np.uint32)[0::2].copy(), 3: big.view(np.uint32)[1::2].copy()})
+    for mode, reg in (("RZ", 8), ("RP", 10)):
+        _run(emu, f"DMUL.{mode} R{reg}, R2, R2", table)
+    hi = {r: emu.state.R[r + 1] for r in (8, 10)}
+    assert (hi[8] == 0x7FEFFFFF).all() and (hi[10] == 0x7FF00000).all()
 
 
 def _demo(data_dir, tmp_path, b_rows="n"):

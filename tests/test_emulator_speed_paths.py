@@ -121,7 +121,7 @@ def _fused(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 # a * b + c whose float64 sum lands exactly halfway between two floats (the exact value just above it):
 # the last FFMA of the IEEE division 1 / 4294967040, 2^-32 (1 + 2^-23) * (2^-47 - 2^-24) + 2^-32 (1 + 2^-23)
-# = 2^-32 (1 + 2^-24 + 2^-70), which rounds up; rounded through float64 it went down [difftest, dt_mufu]
+# = 2^-32 (1 + 2^-24 + 2^-70), which rounds up; rounded through float64 it went down [difftest, dt_mufu; now dt_fdiv]
 _MIDPOINT = np.array([0x2F800001, 0xB37FFFFE, 0x2F800001], np.uint32).view(np.float32)
 
 

@@ -9,6 +9,9 @@ Per-architecture differences are resolved inside the handler from `ex.emu.arch_f
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import numpy as np
 
 from gpusim.emu.memory import SHARED_WINDOW_HI, MemoryFault
@@ -83,7 +86,7 @@ def f32_result(r64, mods=(), err=None) -> np.ndarray:
     value is r64 + err (err: the float64 sum's rounding error; None or 0 where r64 is exact, as a
     product of two floats is). Round to nearest even by default: where r64 sits exactly halfway between
     two floats but the exact value does not, err decides (rounding r64 alone would round twice:
-    1 / 4294967040 came out one ulp low [difftest golden, dt_mufu]); .RZ/.RM/.RP step one ulp where
+    1 / 4294967040 came out one ulp low [difftest golden, dt_mufu; now dt_fdiv]); .RZ/.RM/.RP step one ulp where
     round-to-nearest went the wrong way; .FTZ flushes a denormal result to a zero of its sign; .SAT
     clamps to [0, 1] with NaN giving +0; any other NaN result becomes the canonical 0x7FFFFFFF."""
     r64 = np.asarray(r64, dtype=np.float64)
@@ -326,13 +329,29 @@ def _two_product(a, b):
     return p, np.where(np.isfinite(p) & np.isfinite(e), e, 0.0)
 
 
+def _mode(mods):
+    """The directed rounding modifier (RZ, RM, RP) or None (round to nearest even)."""
+    return next((m for m in mods if m in ("RZ", "RM", "RP")), None)
+
+
 @op("DFMA")
 def dfma(ex):
-    """a * b + c rounded once: the exact product's two parts and the addend summed error-free, then
-    rounded (exact except where the last sum itself rounds twice)."""
     a, b, c = ex.f64(0), ex.f64(1), ex.f64(2)
+    ex.write64(0, _nan64(_fma64(a, b, c, ex.ins.modifiers), a, b))
+
+
+def _fma64(a, b, c, mods=()):
+    """a * b + c rounded once, to nearest even or as .RZ/.RM/.RP say: the exact product's two parts
+    and the addend summed error-free, then rounded (exact except where the last sum itself rounds
+    twice). Directed rounding steps the nearest result one ulp toward the exact value's side, and a
+    result that overflowed from finite operands is finite underneath (.RZ gives the largest finite).
+    Where the product's error term underflows (a product below 2^-960) or the result is that small,
+    the lane is rounded from the exact rational value instead (_fma64_exact)."""
+    mode = _mode(mods)
     with np.errstate(all="ignore"):
+        a0, b0 = a, b
         plain = a * b + c
+        finite = np.isfinite(a) & np.isfinite(b) & np.isfinite(c)
         big = 2.0 ** 995  # Dekker's split overflows beyond: move a factor 2^64 to the other operand
         a, b = np.where(np.abs(b) >= big, a * 2.0**64, a), np.where(np.abs(b) >= big, b * 2.0**-64, b)
         a, b = np.where(np.abs(a) >= big, a * 2.0**-64, a), np.where(np.abs(a) >= big, b * 2.0**64, b)
@@ -340,35 +359,56 @@ def dfma(ex):
         s, se = _two_sum(p, c)
         t, te = _two_sum(se, pe)
         fused, fe = _two_sum(s, t)  # exact value: fused + fe + te
-        # a tie (fe half an ulp of fused) broken by te: the exact value lies beyond it, or before it
-        half = np.abs(np.nextafter(fused, fused + 2 * fe) - fused) / 2
-        past = (fe != 0) & (np.abs(fe) == half) & (te != 0) & (np.sign(te) == np.sign(fe))
-        fused = np.where(past, np.nextafter(fused, fused + 2 * fe), fused)
+        if mode is None:
+            # a tie (fe half an ulp of fused) broken by te: the exact value lies beyond it, or before it
+            half = np.abs(np.nextafter(fused, fused + 2 * fe) - fused) / 2
+            past = (fe != 0) & (np.abs(fe) == half) & (te != 0) & (np.sign(te) == np.sign(fe))
+            fused = np.where(past, np.nextafter(fused, fused + 2 * fe), fused)
+        else:  # |te| is below fe's last bit where fe != 0: fe + te has the sign of (exact - fused)
+            fused = _directed64(fused, fe + te, mods, finite)
         fused = np.where(fused == 0, np.where(plain == 0, plain, 0.0), fused)  # the sign of an exact zero
-        tiny = np.isfinite(fused) & (fused != 0) & (np.abs(fused) < 2.0**-960)
-        if tiny.any():  # near the subnormal range: redo scaled by 2^600, then round once onto its grid
-            fused = np.where(tiny, _dfma_subnormal(a, b, c, fused), fused)
-        ex.write64(0, _nan64(np.where(np.isfinite(plain) & np.isfinite(fused), fused, plain), ex.f64(0), ex.f64(1)))
+        tiny = finite & (a != 0) & (b != 0) & ((np.abs(p) < 2.0**-960) | (np.abs(fused) < 2.0**-960))
+        if mode == "RM":
+            tiny |= finite & (fused == 0)  # an exact zero's sign differs
+        if tiny.any():
+            fused = fused.copy()
+            for i in np.flatnonzero(tiny):
+                fused[i] = _fma64_exact(float(a0[i]), float(b0[i]), float(c[i]), mode)
+        return np.where(finite, fused, plain)
 
 
-def _dfma_subnormal(a, b, c, fused):
-    """a * b + c rounded once where the result is tiny: the exact sum scaled by k = 2^600 is r + rest
-    (r normal, rest its error); r / k rounds onto the subnormal grid, and where r alone sits on a tie
-    of that grid the sign of rest decides it (round half to even only when rest is 0)."""
-    k = 2.0**600
-    small_a = np.abs(a) <= np.abs(b)
-    a2, b2 = np.where(small_a, a * k, a), np.where(small_a, b, b * k)
-    p, pe = _two_product(a2, b2)
-    s, se = _two_sum(p, c * k)
-    t, te = _two_sum(se, pe)
-    r, fe = _two_sum(s, t)
-    rest = fe + te
-    down = r / k
-    diff = r - down * k  # exact: both are close multiples of the grid
-    tie = np.abs(diff) == 2.0**-1074 * k / 2
-    other = (down * k + 2 * diff) / k
-    out = np.where(tie & (rest != 0) & (np.sign(rest) == np.sign(diff)), other, down)
-    return np.where(np.isfinite(out) & np.isfinite(r), out, fused)
+def _fma64_exact(a: float, b: float, c: float, mode) -> float:
+    """a * b + c (finite) rounded once onto float64's grid from the exact rational value (rounding
+    to nearest even, or RZ/RM/RP); an exact zero has the sign IEEE 754 gives a sum: -0 when both
+    parts are -0, and under RM unless both are +0."""
+    q = Fraction(a) * Fraction(b) + Fraction(c)
+    if q == 0:
+        neg_product = (a == 0 or b == 0) and math.copysign(1, a) * math.copysign(1, b) < 0
+        both_zero = (a == 0 or b == 0) and c == 0
+        plus = (not neg_product) and not math.copysign(1, c) < 0
+        minus = neg_product and math.copysign(1, c) < 0
+        if mode == "RM":
+            return 0.0 if both_zero and plus else -0.0
+        return -0.0 if both_zero and minus else 0.0
+    x = abs(q)
+    e = max(x.numerator.bit_length() - x.denominator.bit_length(), -1022)
+    while Fraction(2) ** e > x and e > -1022:
+        e -= 1
+    while Fraction(2) ** (e + 1) <= x:
+        e += 1
+    ulp = Fraction(2) ** (e - 52)
+    m = x / ulp
+    n = m.numerator // m.denominator
+    rest = m - n
+    negative = q < 0
+    up = {None: rest > Fraction(1, 2) or (rest == Fraction(1, 2) and n % 2 == 1), "RZ": False,
+          "RP": rest > 0 and not negative, "RM": rest > 0 and negative}[mode]
+    v = (n + up) * ulp
+    if v >= Fraction(2) ** 1024:
+        to_inf = mode is None or (mode == "RP" and not negative) or (mode == "RM" and negative)
+        v = math.inf if to_inf else np.finfo(np.float64).max
+    v = float(v)
+    return -v if negative else v
 
 
 def _nan64(r, a, b):
@@ -381,11 +421,14 @@ def _nan64(r, a, b):
     return np.where(both, quiet.view(np.float64), r)
 
 
-def _directed64(s, err, mods):
-    """The float64 s (exact value s + err) stepped one ulp for .RZ/.RM/.RP."""
-    mode = next((m for m in mods if m in ("RZ", "RM", "RP")), None)
+def _directed64(s, err, mods, finite=None):
+    """The float64 s (exact value s + err, s rounded to nearest) stepped one ulp for .RZ/.RM/.RP.
+    Where s overflowed to +-inf from finite operands (`finite`), the exact value lies inside."""
+    mode = _mode(mods)
     if mode is None:
         return s
+    if finite is not None:
+        err = np.where(np.isinf(s) & finite, -s, err)
     up, down = np.nextafter(s, np.inf), np.nextafter(s, -np.inf)
     if mode == "RP":
         return np.where(err > 0, up, s)
@@ -399,14 +442,22 @@ def dadd(ex):
     with np.errstate(all="ignore"):
         a, b = ex.f64(0), ex.f64(1)
         s, e = _two_sum(a, b)
-        ex.write64(0, _nan64(_directed64(s, e, ex.ins.modifiers), a, b))
+        s = _directed64(s, e, ex.ins.modifiers, np.isfinite(a) & np.isfinite(b))
+        if _mode(ex.ins.modifiers) == "RM":  # an exact zero sum is -0 unless both are +0 [IEEE 754 6.3]
+            s = np.where((s == 0) & ~((a == 0) & (b == 0) & ~np.signbit(a) & ~np.signbit(b)), -0.0, s)
+        ex.write64(0, _nan64(s, a, b))
 
 
 @op("DMUL")
 def dmul(ex):
+    """a * b, rounded to nearest or as .RZ/.RM/.RP say (through the fused multiply-add with a zero
+    addend; a zero factor gives the product's own signed zero)."""
     a, b = ex.f64(0), ex.f64(1)
     with np.errstate(all="ignore"):
-        ex.write64(0, _nan64(a * b, a, b))
+        r = a * b
+        if _mode(ex.ins.modifiers) is not None:
+            r = np.where((a == 0) | (b == 0), r, _fma64(a, b, np.full_like(a, -0.0), ex.ins.modifiers))
+        ex.write64(0, _nan64(r, a, b))
 
 
 # ---- integer -----------------------------------------------------------------------------------

@@ -3,6 +3,12 @@
 #define F(x) ((unsigned long long)__float_as_uint(x))
 #define D(x) ((unsigned long long)__double_as_longlong(x))
 #define L(x) ((unsigned long long)(x))
+#define P(x, y) (F(x) | (F(y) << 32))
+// MUFU.RCP64H / MUFU.RSQ64H alone: the high word's approximation, low word zero
+__device__ __forceinline__ double rcp_approx(double x)
+{ double r; asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(r) : "d"(x)); return r; }
+__device__ __forceinline__ double rsqrt_approx(double x)
+{ double r; asm("rsqrt.approx.ftz.f64 %0, %1;" : "=d"(r) : "d"(x)); return r; }
 
 extern "C" __global__ void dt_int(const unsigned long long *A, const unsigned long long *B,
                                   const unsigned long long *C, unsigned long long *O, int n)
@@ -14,6 +20,7 @@ extern "C" __global__ void dt_int(const unsigned long long *A, const unsigned lo
     unsigned a = (unsigned)a64, b = (unsigned)b64, c = (unsigned)c64;
     int sa = (int)a, sb = (int)b;
     float fa = __uint_as_float(a), fb = __uint_as_float(b), fc = __uint_as_float(c);
+    float fh = __uint_as_float((unsigned)(c64 >> 32));
     double da = __longlong_as_double(la), db = __longlong_as_double(lb), dc = __longlong_as_double((long long)c64);
     unsigned long long *o = O + (size_t)i * 8;
     o[0] = U(a + b + c);
@@ -36,6 +43,7 @@ extern "C" __global__ void dt_shift(const unsigned long long *A, const unsigned 
     unsigned a = (unsigned)a64, b = (unsigned)b64, c = (unsigned)c64;
     int sa = (int)a, sb = (int)b;
     float fa = __uint_as_float(a), fb = __uint_as_float(b), fc = __uint_as_float(c);
+    float fh = __uint_as_float((unsigned)(c64 >> 32));
     double da = __longlong_as_double(la), db = __longlong_as_double(lb), dc = __longlong_as_double((long long)c64);
     unsigned long long *o = O + (size_t)i * 8;
     o[0] = U(a << (b & 31));
@@ -58,6 +66,7 @@ extern "C" __global__ void dt_mul64(const unsigned long long *A, const unsigned 
     unsigned a = (unsigned)a64, b = (unsigned)b64, c = (unsigned)c64;
     int sa = (int)a, sb = (int)b;
     float fa = __uint_as_float(a), fb = __uint_as_float(b), fc = __uint_as_float(c);
+    float fh = __uint_as_float((unsigned)(c64 >> 32));
     double da = __longlong_as_double(la), db = __longlong_as_double(lb), dc = __longlong_as_double((long long)c64);
     unsigned long long *o = O + (size_t)i * 8;
     o[0] = L(a64 * b64);
@@ -80,6 +89,7 @@ extern "C" __global__ void dt_div(const unsigned long long *A, const unsigned lo
     unsigned a = (unsigned)a64, b = (unsigned)b64, c = (unsigned)c64;
     int sa = (int)a, sb = (int)b;
     float fa = __uint_as_float(a), fb = __uint_as_float(b), fc = __uint_as_float(c);
+    float fh = __uint_as_float((unsigned)(c64 >> 32));
     double da = __longlong_as_double(la), db = __longlong_as_double(lb), dc = __longlong_as_double((long long)c64);
     unsigned long long *o = O + (size_t)i * 8;
     o[0] = U(a / b);
@@ -102,6 +112,7 @@ extern "C" __global__ void dt_cvt32(const unsigned long long *A, const unsigned 
     unsigned a = (unsigned)a64, b = (unsigned)b64, c = (unsigned)c64;
     int sa = (int)a, sb = (int)b;
     float fa = __uint_as_float(a), fb = __uint_as_float(b), fc = __uint_as_float(c);
+    float fh = __uint_as_float((unsigned)(c64 >> 32));
     double da = __longlong_as_double(la), db = __longlong_as_double(lb), dc = __longlong_as_double((long long)c64);
     unsigned long long *o = O + (size_t)i * 8;
     o[0] = F((float)a);
@@ -124,6 +135,7 @@ extern "C" __global__ void dt_cvt64(const unsigned long long *A, const unsigned 
     unsigned a = (unsigned)a64, b = (unsigned)b64, c = (unsigned)c64;
     int sa = (int)a, sb = (int)b;
     float fa = __uint_as_float(a), fb = __uint_as_float(b), fc = __uint_as_float(c);
+    float fh = __uint_as_float((unsigned)(c64 >> 32));
     double da = __longlong_as_double(la), db = __longlong_as_double(lb), dc = __longlong_as_double((long long)c64);
     unsigned long long *o = O + (size_t)i * 8;
     o[0] = U(__float2uint_rn(fa));
@@ -146,6 +158,7 @@ extern "C" __global__ void dt_cvtf64(const unsigned long long *A, const unsigned
     unsigned a = (unsigned)a64, b = (unsigned)b64, c = (unsigned)c64;
     int sa = (int)a, sb = (int)b;
     float fa = __uint_as_float(a), fb = __uint_as_float(b), fc = __uint_as_float(c);
+    float fh = __uint_as_float((unsigned)(c64 >> 32));
     double da = __longlong_as_double(la), db = __longlong_as_double(lb), dc = __longlong_as_double((long long)c64);
     unsigned long long *o = O + (size_t)i * 8;
     o[0] = L((long long)da);
@@ -168,6 +181,7 @@ extern "C" __global__ void dt_fp32(const unsigned long long *A, const unsigned l
     unsigned a = (unsigned)a64, b = (unsigned)b64, c = (unsigned)c64;
     int sa = (int)a, sb = (int)b;
     float fa = __uint_as_float(a), fb = __uint_as_float(b), fc = __uint_as_float(c);
+    float fh = __uint_as_float((unsigned)(c64 >> 32));
     double da = __longlong_as_double(la), db = __longlong_as_double(lb), dc = __longlong_as_double((long long)c64);
     unsigned long long *o = O + (size_t)i * 8;
     o[0] = F(fa + fb);
@@ -190,6 +204,7 @@ extern "C" __global__ void dt_fcmp(const unsigned long long *A, const unsigned l
     unsigned a = (unsigned)a64, b = (unsigned)b64, c = (unsigned)c64;
     int sa = (int)a, sb = (int)b;
     float fa = __uint_as_float(a), fb = __uint_as_float(b), fc = __uint_as_float(c);
+    float fh = __uint_as_float((unsigned)(c64 >> 32));
     double da = __longlong_as_double(la), db = __longlong_as_double(lb), dc = __longlong_as_double((long long)c64);
     unsigned long long *o = O + (size_t)i * 8;
     o[0] = U(fa < fb);
@@ -212,6 +227,7 @@ extern "C" __global__ void dt_fp64(const unsigned long long *A, const unsigned l
     unsigned a = (unsigned)a64, b = (unsigned)b64, c = (unsigned)c64;
     int sa = (int)a, sb = (int)b;
     float fa = __uint_as_float(a), fb = __uint_as_float(b), fc = __uint_as_float(c);
+    float fh = __uint_as_float((unsigned)(c64 >> 32));
     double da = __longlong_as_double(la), db = __longlong_as_double(lb), dc = __longlong_as_double((long long)c64);
     unsigned long long *o = O + (size_t)i * 8;
     o[0] = D(da + db);
@@ -224,7 +240,7 @@ extern "C" __global__ void dt_fp64(const unsigned long long *A, const unsigned l
     o[7] = U(da != db);
 }
 
-extern "C" __global__ void dt_mufu(const unsigned long long *A, const unsigned long long *B,
+extern "C" __global__ void dt_fdiv(const unsigned long long *A, const unsigned long long *B,
                                   const unsigned long long *C, unsigned long long *O, int n)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -234,14 +250,61 @@ extern "C" __global__ void dt_mufu(const unsigned long long *A, const unsigned l
     unsigned a = (unsigned)a64, b = (unsigned)b64, c = (unsigned)c64;
     int sa = (int)a, sb = (int)b;
     float fa = __uint_as_float(a), fb = __uint_as_float(b), fc = __uint_as_float(c);
+    float fh = __uint_as_float((unsigned)(c64 >> 32));
     double da = __longlong_as_double(la), db = __longlong_as_double(lb), dc = __longlong_as_double((long long)c64);
     unsigned long long *o = O + (size_t)i * 8;
-    o[0] = F(fa / fb);
-    o[1] = F(sqrtf(fa));
-    o[2] = F(__fdividef(fa, fb));
-    o[3] = F(rsqrtf(fa));
-    o[4] = F(__expf(fa));
-    o[5] = F(__sinf(fa));
-    o[6] = D(da / db);
-    o[7] = D(sqrt(da));
+    o[0] = P(fa / fb, fh / fc);
+    o[1] = P(sqrtf(fa), sqrtf(fh));
+    o[2] = P(__fdiv_rz(fa, fb), __fdiv_rd(fh, fa));
+    o[3] = P(__fdiv_ru(fb, fc), __frcp_rn(fh));
+    o[4] = P(__frcp_rd(fa), __frcp_ru(fh));
+    o[5] = P(__fsqrt_ru(fa), __fsqrt_rd(fh));
+    o[6] = P(__frsqrt_rn(fa), __frsqrt_rn(fh));
+    o[7] = P(__fmul_rz(fa, fc), __fmul_rd(fh, fb));
+}
+
+extern "C" __global__ void dt_ddiv(const unsigned long long *A, const unsigned long long *B,
+                                  const unsigned long long *C, unsigned long long *O, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    unsigned long long a64 = A[i], b64 = B[i], c64 = C[i];
+    long long la = (long long)a64, lb = (long long)b64;
+    unsigned a = (unsigned)a64, b = (unsigned)b64, c = (unsigned)c64;
+    int sa = (int)a, sb = (int)b;
+    float fa = __uint_as_float(a), fb = __uint_as_float(b), fc = __uint_as_float(c);
+    float fh = __uint_as_float((unsigned)(c64 >> 32));
+    double da = __longlong_as_double(la), db = __longlong_as_double(lb), dc = __longlong_as_double((long long)c64);
+    unsigned long long *o = O + (size_t)i * 8;
+    o[0] = D(da / db);
+    o[1] = D(sqrt(da));
+    o[2] = D(__ddiv_rz(da, db));
+    o[3] = D(__ddiv_ru(db, dc));
+    o[4] = D(__drcp_rd(da));
+    o[5] = D(__dsqrt_ru(da));
+    o[6] = D(__dmul_ru(da, db));
+    o[7] = D(__fma_rd(da, db, dc));
+}
+
+extern "C" __global__ void dt_approx(const unsigned long long *A, const unsigned long long *B,
+                                  const unsigned long long *C, unsigned long long *O, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    unsigned long long a64 = A[i], b64 = B[i], c64 = C[i];
+    long long la = (long long)a64, lb = (long long)b64;
+    unsigned a = (unsigned)a64, b = (unsigned)b64, c = (unsigned)c64;
+    int sa = (int)a, sb = (int)b;
+    float fa = __uint_as_float(a), fb = __uint_as_float(b), fc = __uint_as_float(c);
+    float fh = __uint_as_float((unsigned)(c64 >> 32));
+    double da = __longlong_as_double(la), db = __longlong_as_double(lb), dc = __longlong_as_double((long long)c64);
+    unsigned long long *o = O + (size_t)i * 8;
+    o[0] = P(__fdividef(fa, fb), __fdividef(fh, fc));
+    o[1] = P(rsqrtf(fa), rsqrtf(fh));
+    o[2] = P(__expf(fa), __expf(fh));
+    o[3] = P(__sinf(fa), __sinf(fh));
+    o[4] = P(__cosf(fa), __cosf(fh));
+    o[5] = P(__log2f(fa), __log2f(fh));
+    o[6] = D(rcp_approx(da));
+    o[7] = D(rsqrt_approx(da));
 }

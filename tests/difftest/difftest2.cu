@@ -1,6 +1,7 @@
 // Differential tests against the hardware, second family (tests/difftest/gen2.py): memory spaces and
 // widths, shared-memory tiles and barriers, index arithmetic (LEA forms, the uniform datapath), warp
-// shuffles, votes, REDUX and MATCH, shared and global atomics, divergent loops, CALL/RET.
+// shuffles, votes, REDUX and MATCH, shared and global atomics, divergent loops, CALL/RET, warp-synchronous
+// operations over lanes on different paths (WARPSYNC.COLLECTIVE).
 //
 // Every kernel: k(A, B, C, O, n, p0, p1, p2), 128 threads per block, n / 128 blocks. Lane i reads
 // A[i], B[i], C[i] (uint64 edge values and random words, gen2.inputs) and writes 8 words at O + 8 i;
@@ -445,4 +446,72 @@ SIG(d2_const)
     o[0] = U2(ctab[a & 63], ctab[(b >> 7) & 63]);
     o[1] = ctab64[c & 7] ^ ctab64[(a >> 3) & 7];
     o[2] = U2(ctab[(t + p0) & 63], ctab[p1 & 63] + ctab[(p2 + 64) & 63]);
+}
+
+// warp-synchronous operations over a partial mask held in a vector register (one word per warp from
+// memory), inside the branch of the mask's lanes while the other lanes are on the other path:
+// shuffles, votes, __syncwarp(m), REDUX and MATCH (nvcc checks at run time that the mask is the same
+// in every lane: MATCH.ANY, REDUX.OR, WARPSYNC.EXCLUSIVE)
+SIG(d2_partial)
+{
+    __shared__ unsigned sh[128];
+    LANE
+    int lane = t & 31;
+    unsigned m = (unsigned)C[i & ~31] | 1u;
+    sh[t] = a ^ 0x5a5a5a5au;
+    u64 r0 = 0, r1 = 0, r2 = 0, r3 = 0;
+    if ((m >> lane) & 1) {
+        int hi = 31 - __clz(m), lo = __ffs(m) - 1;
+        r0 = U2(__shfl_sync(m, a, hi), __shfl_sync(m, b, lo));
+        r1 = U2(__ballot_sync(m, b & 1), __all_sync(m, c & 1) | __any_sync(m, a & 2) << 1);
+        __syncwarp(m);
+        r2 = U2(sh[(t & ~31) + hi], __reduce_add_sync(m, a));
+        r3 = U2(__match_any_sync(m, b & 3), __reduce_or_sync(m, c));
+    }
+    o[0] = r0;
+    o[1] = r1;
+    o[2] = r2;
+    o[3] = r3;
+}
+
+// warp-synchronous operations whose member lanes are on different paths at that moment: the
+// WARPSYNC.COLLECTIVE slow path behind BRA.DIV. Since sm_70 a shfl.sync / vote.sync / bar.warp.sync
+// waits until every non-exited lane of its member mask has executed one with the same qualifiers
+// and mask, from whichever instruction [PTX ISA, shfl.sync, vote.sync, bar.warp.sync]: a lane reads
+// the value its source lane gave to its own shuffle, on the other side of the branch
+SIG(d2_converge)
+{
+    __shared__ unsigned sh[128];
+    LANE
+    int lane = t & 31;
+    unsigned r;
+    if (c & 2)  // a full-mask shuffle on each side
+        r = __shfl_sync(FULL, a, (lane + 1) & 31) * 3u;
+    else
+        r = __shfl_sync(FULL, b, (lane + 1) & 31) + 7u;
+    o[0] = r;
+    unsigned m = __ballot_sync(FULL, c & 1);
+    r = 0;
+    if (c & 1) {  // a partial mask split again: lanes outside it are on a third path
+        int src = 31 - __clz(m);
+        if (b & 1)
+            r = __shfl_sync(m, a, src);
+        else
+            r = __shfl_sync(m, c, src) ^ 0x55u;
+    }
+    o[1] = r;
+    if (a & 4)  // ballots on both sides: each lane's own predicate
+        r = __ballot_sync(FULL, b & 1);
+    else
+        r = __ballot_sync(FULL, c & 8) + 1;
+    o[2] = r;
+    sh[t] = a;
+    if (b & 2) {  // __syncwarp on both sides orders the shared-memory stores before the loads
+        __syncwarp();
+        r = sh[t ^ 1];
+    } else {
+        __syncwarp();
+        r = sh[t ^ 2] + 1;
+    }
+    o[3] = r;
 }

@@ -3,33 +3,45 @@ conversion and FP operations to edge inputs, compile them, and write what the H1
 
 Every kernel has one signature, `k(const u64 *A, const u64 *B, const u64 *C, u64 *O, int n)`: lane i
 reads A[i], B[i], C[i] and views them as u32/s32/f32 (low word) or u64/s64/f64, and writes K = 8
-results (each zero-extended bit patterns) to O[i * 8 + k]. Inputs: the first 1024 lanes cross 32
-32-bit edge values (0, +-1, INT_MIN, INT_MAX, shift counts 31..64, +-0.0, +-inf, NaNs, denormals,
-2^31, 2^32, halfway cases...), the next 1024 cross 32 64-bit edge values (doubles and int64s).
+results (each zero-extended bit patterns, or two 32-bit results in one word) to O[i * 8 + k].
+Inputs: the first 1024 lanes cross 32 32-bit edge values (0, +-1, INT_MIN, INT_MAX, shift counts
+31..64, +-0.0, +-inf, NaNs, denormals, 2^31, 2^32, halfway cases...) in the low words, with random
+high words (fh: C's high word as a float, a random one there); the next 1024 cross 32 64-bit edge
+values (doubles and int64s). Exact operations (IEEE division, square roots, directed rounding) and the
+MUFU hardware approximations (__expf, __sinf, ...) sit in different kernels, so that an
+approximation the emulator does not model yet leaves the exact kernels' forms covered.
 
-    python tests/difftest/gen.py OUTDIR   # writes difftest.cu, difftest.cubin, inputs.npz there and
-                                          # the listing tests/difftest/golden/difftest_sm_90.sass
-Then run_golden.py (no numpy needed) runs the cubin on a GPU and writes O of every kernel; the
-outputs and inputs go to tests/difftest/golden/difftest_sm_90.npz (see pack.py), which
-tests/test_difftest.py replays in the emulator, bit for bit.
+Pure Python at import (no numpy): run_golden.py imports it on the GPU machine to rebuild the inputs.
+
+    python tests/difftest/gen.py    # writes tests/difftest/difftest.cu, compiles it to
+                                    # tests/difftest/build/difftest.cubin (git-ignored; carried to the
+                                    # GPU machine), the listing tests/difftest/golden/difftest_sm_90.sass
+                                    # and the cubin's hash beside it
+Then tests/difftest/device_run.sh OUTDIR on the GPU machine (both families), and pack.py here: the
+inputs and outputs go to tests/difftest/golden/difftest_sm_90.npz, which tests/test_difftest.py
+replays in the emulator, bit for bit.
 """
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-
-sys.path.insert(0, str(Path(__file__).parent))
-from edges import EDGE32, EDGE64  # noqa: E402
-
 HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+from edges import EDGE32, EDGE64, splitmix64  # noqa: E402
+
+SOURCE = HERE / "difftest.cu"
+CUBIN = HERE / "build" / "difftest.cubin"
+LISTING = HERE / "golden" / "difftest_sm_90.sass"
+CUBIN_HASH = HERE / "golden" / "difftest_sm_90.cubin.sha256"
 K = 8
 N = 2048
+BLOCK = 128
 
-# name -> K C expressions (U: u32 result, F: f32 bits, D: f64 bits, L: 64-bit integer)
+# name -> K C expressions (U: u32 result, F: f32 bits, D: f64 bits, L: 64-bit integer, P: two f32 results)
 KERNELS = {
     "dt_int": ["U(a + b + c)", "U(a - b)", "U(a * b + c)", "U(__umulhi(a, b))", "U(__mulhi(sa, sb))",
                "U(min(sa, sb))", "U(max(a, b))", "U(__byte_perm(a, b, c))"],
@@ -52,8 +64,18 @@ KERNELS = {
                 "U(fa > fb ? a : b)", "U(fabsf(fa) >= fb)"],
     "dt_fp64": ["D(da + db)", "D(da * db)", "D(fma(da, db, dc))", "D(__dadd_rz(da, db))", "D(fmin(da, db))",
                 "D(fmax(da, db))", "U(da < db)", "U(da != db)"],
-    "dt_mufu": ["F(fa / fb)", "F(sqrtf(fa))", "F(__fdividef(fa, fb))", "F(rsqrtf(fa))", "F(__expf(fa))",
-                "F(__sinf(fa))", "D(da / db)", "D(sqrt(da))"],
+    # exact: IEEE division, square root and reciprocal square root, directed rounding (slow paths
+    # included: FCHK, the division and sqrt subroutines); two FP32 results per word
+    "dt_fdiv": ["P(fa / fb, fh / fc)", "P(sqrtf(fa), sqrtf(fh))", "P(__fdiv_rz(fa, fb), __fdiv_rd(fh, fa))",
+                "P(__fdiv_ru(fb, fc), __frcp_rn(fh))", "P(__frcp_rd(fa), __frcp_ru(fh))",
+                "P(__fsqrt_ru(fa), __fsqrt_rd(fh))", "P(__frsqrt_rn(fa), __frsqrt_rn(fh))",
+                "P(__fmul_rz(fa, fc), __fmul_rd(fh, fb))"],
+    "dt_ddiv": ["D(da / db)", "D(sqrt(da))", "D(__ddiv_rz(da, db))", "D(__ddiv_ru(db, dc))", "D(__drcp_rd(da))",
+                "D(__dsqrt_ru(da))", "D(__dmul_ru(da, db))", "D(__fma_rd(da, db, dc))"],
+    # the MUFU hardware approximations (fast-math intrinsics; MUFU.RCP64H / RSQ64H bare, through PTX)
+    "dt_approx": ["P(__fdividef(fa, fb), __fdividef(fh, fc))", "P(rsqrtf(fa), rsqrtf(fh))",
+                  "P(__expf(fa), __expf(fh))", "P(__sinf(fa), __sinf(fh))", "P(__cosf(fa), __cosf(fh))",
+                  "P(__log2f(fa), __log2f(fh))", "D(rcp_approx(da))", "D(rsqrt_approx(da))"],
 }
 
 PRELUDE = r"""
@@ -61,6 +83,12 @@ PRELUDE = r"""
 #define F(x) ((unsigned long long)__float_as_uint(x))
 #define D(x) ((unsigned long long)__double_as_longlong(x))
 #define L(x) ((unsigned long long)(x))
+#define P(x, y) (F(x) | (F(y) << 32))
+// MUFU.RCP64H / MUFU.RSQ64H alone: the high word's approximation, low word zero
+__device__ __forceinline__ double rcp_approx(double x)
+{ double r; asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(r) : "d"(x)); return r; }
+__device__ __forceinline__ double rsqrt_approx(double x)
+{ double r; asm("rsqrt.approx.ftz.f64 %0, %1;" : "=d"(r) : "d"(x)); return r; }
 """
 
 TEMPLATE = r"""
@@ -74,6 +102,7 @@ extern "C" __global__ void {name}(const unsigned long long *A, const unsigned lo
     unsigned a = (unsigned)a64, b = (unsigned)b64, c = (unsigned)c64;
     int sa = (int)a, sb = (int)b;
     float fa = __uint_as_float(a), fb = __uint_as_float(b), fc = __uint_as_float(c);
+    float fh = __uint_as_float((unsigned)(c64 >> 32));
     double da = __longlong_as_double(la), db = __longlong_as_double(lb), dc = __longlong_as_double((long long)c64);
     unsigned long long *o = O + (size_t)i * {K};
 {body}
@@ -81,17 +110,16 @@ extern "C" __global__ void {name}(const unsigned long long *A, const unsigned lo
 """
 
 
-def inputs() -> dict[str, np.ndarray]:
-    """A, B, C (uint64, N each): lanes 0..1023 cross EDGE32 (in the low words, random high words),
+def inputs() -> dict[str, list[int]]:
+    """A, B, C (N uint64 each): lanes 0..1023 cross EDGE32 (in the low words, random high words),
     lanes 1024..2047 cross EDGE64."""
-    rng = np.random.default_rng(13)
-    e32, e64 = np.array(EDGE32, np.uint64), np.array(EDGE64, np.uint64)
-    i = np.arange(1024)
-    hi = rng.integers(0, 2**32, (3, 1024), dtype=np.uint64) << np.uint64(32)
-    a = np.concatenate([e32[i // 32] | hi[0], e64[i // 32]])
-    b = np.concatenate([e32[i % 32] | hi[1], e64[i % 32]])
-    c = np.concatenate([e32[(5 * i + 3) % 32] | hi[2], e64[(7 * i + 1) % 32]])
-    return {"A": a, "B": b, "C": c}
+    rnd = splitmix64(13)
+    out = {}
+    for name, edge32, edge64 in (("A", lambda i: i // 32, lambda i: i // 32), ("B", lambda i: i % 32, lambda i: i % 32),
+                                 ("C", lambda i: (5 * i + 3) % 32, lambda i: (7 * i + 1) % 32)):
+        out[name] = ([(next(rnd) & 0xFFFFFFFF00000000) | EDGE32[edge32(i)] for i in range(1024)]
+                     + [EDGE64[edge64(i)] for i in range(1024)])
+    return out
 
 
 def source() -> str:
@@ -103,28 +131,26 @@ def source() -> str:
     return "".join(parts)
 
 
-def main(outdir: str) -> int:
+def main() -> int:
     from gpusim.toolchain.compile import NVCC_FLAGS, _version, toolchain
 
-    out = Path(outdir)
-    out.mkdir(parents=True, exist_ok=True)
-    cu = out / "difftest.cu"
-    cu.write_text(source())
-    (HERE / "difftest.cu").write_text(source())
+    SOURCE.write_text(source())
     tools = toolchain("sm_90")
-    subprocess.run([tools["nvcc"], "-arch=sm_90", *NVCC_FLAGS, "-o", str(out / "difftest.cubin"), str(cu)], check=True)
-    listing = subprocess.run([tools["nvdisasm"], "-hex", str(out / "difftest.cubin")], check=True,
-                             capture_output=True, text=True).stdout
+    CUBIN.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run([tools["nvcc"], "-arch=sm_90", *NVCC_FLAGS, "-o", str(CUBIN), str(SOURCE)], check=True)
+    listing = subprocess.run([tools["nvdisasm"], "-hex", str(CUBIN)], check=True, capture_output=True,
+                             text=True).stdout
     header = (f"// gpusim SASS listing: difftest kernels (tests/difftest/gen.py), sm_90\n"
               f"// nvcc {_version(tools['nvcc'])} flags: -arch=sm_90 {' '.join(NVCC_FLAGS)}; "
               f"nvdisasm {_version(tools['nvdisasm'])} -hex\n")
-    (HERE / "golden" / "difftest_sm_90.sass").write_text(header + listing)
-    np.savez(out / "inputs.npz", **inputs())
-    for k, v in inputs().items():
-        (out / f"{k}.bin").write_bytes(v.astype("<u8").tobytes())
-    (out / "kernels.txt").write_text("\n".join(KERNELS) + "\n")
+    LISTING.write_text(header + listing)
+    CUBIN_HASH.write_text(hashlib.sha256(CUBIN.read_bytes()).hexdigest() + "\n")
+    missing = [k for k in KERNELS if f".text.{k}:" not in listing]
+    if missing:
+        raise SystemExit(f"kernels missing from the cubin: {missing}")
+    print(f"{CUBIN} ({CUBIN.stat().st_size} bytes), {LISTING} ({LISTING.stat().st_size} bytes)")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/difftest13"))
+    sys.exit(main())

@@ -1,6 +1,8 @@
 """Differential tests against the hardware, second family: the kernels of difftest2.cu (shared-memory
 tiles and barriers, every load/store width and space, LEA and uniform-datapath index arithmetic, warp
-shuffles, votes, REDUX, MATCH, shared and global atomics, divergent loops, CALL/RET).
+shuffles, votes, REDUX, MATCH, shared and global atomics, divergent loops, CALL/RET, warp-synchronous
+operations over a partial mask (d2_partial) and over lanes on different paths (WARPSYNC.COLLECTIVE,
+d2_converge)).
 
 Pure Python (no numpy): run_golden2.py imports it on the GPU machine to rebuild the same inputs.
 
@@ -22,30 +24,20 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
-from edges import EDGE32, EDGE64, f32, f64  # noqa: E402
+from edges import EDGE32, EDGE64, MASK64, f32, f64, splitmix64  # noqa: E402
 
 SOURCE = HERE / "difftest2.cu"
 CUBIN = HERE / "build" / "difftest2.cubin"
 LISTING = HERE / "golden" / "difftest2_sm_90.sass"
 CUBIN_HASH = HERE / "golden" / "difftest2_sm_90.cubin.sha256"
 KERNELS = ["d2_smem", "d2_tile", "d2_gmem", "d2_index", "d2_stride", "d2_regtile", "d2_shfl", "d2_vote",
-           "d2_atoms", "d2_atomg", "d2_ctrl", "d2_local", "d2_const"]
+           "d2_atoms", "d2_atomg", "d2_ctrl", "d2_local", "d2_const", "d2_partial",
+           "d2_converge"]
 K = 8            # words per lane
 N = 2048         # lanes
 TAIL = 128       # words after the lanes' outputs: the global atomics' targets (d2_atomg)
 BLOCK = 128
 PARAMS = (27, 29, -3)  # p0 (trip counts), p1 (strides), p2 (a negative offset)
-MASK64 = 2**64 - 1
-
-
-def _splitmix64(state: int):
-    """An endless stream of 64-bit words (SplitMix64), the same on every machine."""
-    while True:
-        state = (state + 0x9E3779B97F4A7C15) & MASK64
-        z = state
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
-        yield z ^ (z >> 31)
 
 
 def inputs() -> dict[str, list[int]]:
@@ -53,7 +45,7 @@ def inputs() -> dict[str, list[int]]:
     (random high word), a random word, and small values (lane numbers, shift counts, bytes: what
     shuffles, shifts and the lane-indexed paths read). The three use different edge orders, so lanes
     of one warp disagree (votes, ballots, MATCH, REDUX see mixed inputs)."""
-    rnd = _splitmix64(2013)
+    rnd = splitmix64(2013)
     out = {}
     for name, step in (("A", 1), ("B", 7), ("C", 13)):
         words = []
@@ -77,7 +69,7 @@ def o_init() -> list[int]:
     """O before every launch: a random word everywhere (so a store of the wrong width or place shows),
     except the tail's float and double atomic-add targets (d2_atomg: g32[112..119], g64[56..63]),
     which start at small integers so their sums are exact in any order."""
-    rnd = _splitmix64(1313)
+    rnd = splitmix64(1313)
     o = [next(rnd) for _ in range(N * K + TAIL)]
     base = N * K
     for j in range(8):

@@ -196,3 +196,21 @@ def test_precompute_columns_align_with_records():
     assert cols["reg_conflict_cycles"].tolist() == [0, 0, 1, 1, 0]  # memory ops: left to the timing loop
     hopper = precompute(prog, tr, **rules_for_arch("sm_90"))
     assert hopper["reg_conflict_cycles"].tolist() == [0, 0, 0, 0, 0]  # two 64-bit banks: R4, R8, R1 -> 2 + 1
+
+
+def test_shared_wavefronts_work_out_each_pattern_once_with_the_same_result():
+    """Accesses that differ by whole bank rows share a result (computed once); random patterns,
+    masks, widths and row layouts give exactly what the row-by-row rule gives."""
+    from gpusim.timing.precompute import shared_wavefronts
+
+    rng = np.random.default_rng(3)
+    for nbytes, row_words in ((4, 1), (8, 1), (16, 1), (8, 2)):
+        pats = rng.integers(0, 64, size=(20, 32)).astype(np.uint64) * np.uint64(nbytes)
+        rows = pats[rng.integers(0, 20, size=400)] + np.uint64(128 * row_words) * rng.integers(0, 50, size=(400, 1)).astype(np.uint64)
+        masks = rng.choice(np.array([0xFFFFFFFF, 0x0000FFFF, 0x80000001, 0], dtype=np.uint32), size=400)
+        width = np.full(400, nbytes)
+        for pack in (False, True):
+            fast = shared_wavefronts(rows, width, masks, bank_row_words=row_words, pack_uniform_pairs=pack, return_ideal=True)
+            slow = shared_wavefronts(rows, width, masks, bank_row_words=row_words, pack_uniform_pairs=pack, return_ideal=True,
+                                     _dedupe=False)
+            assert np.array_equal(fast[0], slow[0]) and np.array_equal(fast[1], slow[1])

@@ -120,7 +120,7 @@ def _lane_bits(exec_mask: np.ndarray) -> np.ndarray:
 # ---- shared memory -------------------------------------------------------------------------------
 def shared_wavefronts(addresses, access_bytes, exec_mask, banks: int = 32, bank_width_bytes: int = 4,
                       phase_bytes: int | None = None, bank_row_words: int = 1, pack_uniform_pairs: bool = False,
-                      return_ideal: bool = False):
+                      return_ideal: bool = False, _dedupe: bool = True):
     """Wavefronts each shared-memory warp access needs (and, with return_ideal, the ideal count).
 
     addresses (N, 32) byte offsets, access_bytes (N,) bytes per lane, exec_mask (N,) uint32.
@@ -137,6 +137,30 @@ def shared_wavefronts(addresses, access_bytes, exec_mask, banks: int = 32, bank_
     """
     addresses = np.asarray(addresses, dtype=np.uint64)
     access_bytes = np.asarray(access_bytes).astype(np.int64)
+    exec_mask = np.asarray(exec_mask, dtype=np.uint32)
+    if _dedupe and len(addresses) > 64:
+        # The rule is unchanged when all of an access's addresses move by a whole number of bank
+        # rows (banks x width x row words): GEMM loops repeat a few patterns thousands of times, so
+        # each distinct pattern is worked out once
+        step = np.uint64(banks * bank_width_bytes * bank_row_words)
+        lanes = _lane_bits(exec_mask)
+        big = np.iinfo(np.uint64).max
+        base = np.where(lanes, addresses, big).min(axis=1)
+        base = np.where(base == big, 0, base) // step * step
+        rel = np.where(lanes, addresses - base[:, None], 0)
+        key = np.concatenate([rel, exec_mask[:, None].astype(np.uint64), access_bytes[:, None].astype(np.uint64)],
+                             axis=1)
+        # rows by a 64-bit hash (a checked one: equal hashes must be equal rows)
+        mix = np.random.default_rng(0x5EED).integers(1, 2**63, size=key.shape[1], dtype=np.uint64) | np.uint64(1)
+        with np.errstate(over="ignore"):
+            h = (key * mix).sum(axis=1, dtype=np.uint64)
+        uniq, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        if len(uniq) < len(key) and (key[first[inverse]] == key).all():
+            out = shared_wavefronts(rel[first], access_bytes[first], exec_mask[first], banks, bank_width_bytes,
+                                    phase_bytes, bank_row_words, pack_uniform_pairs, return_ideal=True, _dedupe=False)
+            wavefronts, ideal = out[0][inverse], out[1][inverse]
+            return (wavefronts, ideal) if return_ideal else wavefronts
     lanes = _lane_bits(exec_mask)
     n = len(addresses)
     phase_bytes = phase_bytes or banks * bank_width_bytes

@@ -58,16 +58,22 @@ def measured_time(name: str, card: str, n: int) -> tuple[float | None, str]:
     return None, ""
 
 
-def simulate(name: str, card: str, n: int, cache: Path) -> str:
+def simulate(name: str, card: str, n: int, cache: Path, figure: tuple[int, int, Path]) -> tuple[str, dict]:
+    """The result's JSON (from the cache or simulated) and its report figures, rendered here, in the
+    worker, while the other jobs still run: figure = (its index in the report, results, report folder)."""
     from gpusim.timing.driver import run_workload
+    from gpusim.viz.report import figure_files
 
     if cache.exists():
-        return cache.read_text()
-    text = run_workload(name, card, n, mode="sampled").model_dump_json()
-    tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")  # whole or absent, even if interrupted
-    tmp.write_text(text)
-    os.replace(tmp, cache)
-    return text
+        text = cache.read_text()
+    else:
+        text = run_workload(name, card, n, mode="sampled").model_dump_json()
+        tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")  # whole or absent, even if interrupted
+        tmp.write_text(text)
+        os.replace(tmp, cache)
+    i, total, report_dir = figure
+    files = figure_files(i, SimResult.model_validate_json(text), total, report_dir)
+    return text, files
 
 
 def code_version() -> str:
@@ -102,9 +108,12 @@ def main(argv=None) -> int:
     with WorkerPool() as pool:  # the same workers then render the report's figures
         with Progress(console=console) as progress:
             task = progress.add_task("simulating (sampled mode)", total=len(jobs))
-            futures = {pool.submit(simulate, n, c, s, cache / f"{n}__{c}__{s}.json"): (n, c, s) for n, c, s in start}
+            futures = {pool.submit(simulate, n, c, s, cache / f"{n}__{c}__{s}.json",
+                                   (jobs.index((n, c, s)), len(jobs), out / "report")): (n, c, s) for n, c, s in start}
+            figures: dict[tuple, dict] = {}
             for fut in as_completed(futures):
-                results[futures[fut]] = SimResult.model_validate_json(fut.result())
+                text, figures[futures[fut]] = fut.result()
+                results[futures[fut]] = SimResult.model_validate_json(text)
                 progress.advance(task)
         rows = []
         for key in jobs:
@@ -131,7 +140,7 @@ def main(argv=None) -> int:
         (out / "results.json").write_text(json.dumps(rows, indent=2))
         from gpusim.viz.report import write_report
 
-        report = write_report([results[k] for k in jobs], out / "report", pool=pool)
+        report = write_report([results[k] for k in jobs], out / "report", rendered=[figures[k] for k in jobs])
         console.print(f"wrote {out / 'results.json'} and {report}")
     return 0
 

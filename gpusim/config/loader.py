@@ -9,6 +9,8 @@ a preset may be partial. Errors are SpecError, one line naming the file and the 
 
 from __future__ import annotations
 
+import copy
+
 import os
 from pathlib import Path
 from typing import Any
@@ -56,6 +58,25 @@ _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
+    """The parsed file, read again only when it changed (a sweep or a job list loads each card many
+    times; 45 loads were a second of `python run_sim.py`). Callers get their own copy."""
+    try:
+        st = path.stat()
+        key = (str(path), st.st_mtime_ns, st.st_size)
+    except OSError:
+        key = None
+    if key is not None and key in _PARSED:
+        return copy.deepcopy(_PARSED[key])
+    data = _parse_yaml(path)
+    if key is not None:
+        _PARSED[key] = copy.deepcopy(data)
+    return data
+
+
+_PARSED: dict[tuple, dict[str, Any]] = {}
+
+
+def _parse_yaml(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text()
     except OSError as exc:

@@ -24,14 +24,23 @@ from gpusim.viz.perfetto import TIME_UNIT, write_trace
 from gpusim.viz.source import SOURCE_CSS, source_table_html
 
 
-def write_report(results: list[SimResult | str | Path], outdir: str | Path, pool=None) -> Path:
+def write_report(results: list[SimResult | str | Path], outdir: str | Path, pool=None, rendered=None) -> Path:
     """Write report.html, timeline.json and the plots into `outdir`; returns the report's path.
-    `pool`: an executor whose workers render the per-result figures."""
-    return write_outputs(results, outdir, pool=pool)["report"]
+    `pool`: an executor whose workers render the per-result figures; `rendered`: per result, the
+    figures already made by `result_figures` (`figure_files`), or None to make them here."""
+    return write_outputs(results, outdir, pool=pool, rendered=rendered)["report"]
+
+
+def figure_files(i: int, result: SimResult, n_results: int, outdir: str | Path, bucket: float | None = None) -> dict:
+    """Render result i's figures where the report of `n_results` results (written into `outdir`)
+    expects them; pass the returned files to `write_report(..., rendered=...)`."""
+    formats = ("svg",) if n_results > COMPACT_ABOVE else ("png", "svg")
+    return result_figures(result, Path(outdir) / "plots", slug(i, result), formats, bucket)
 
 
 def write_outputs(results: list[SimResult | str | Path], outdir: str | Path, names: list[str] | None = None,
-                  bucket: float | None = None, measured: list[dict | None] | None = None, pool=None) -> dict:
+                  bucket: float | None = None, measured: list[dict | None] | None = None, pool=None,
+                  rendered: list[dict | None] | None = None) -> dict:
     """Write every view of `results` (SimResults or result JSON paths) into `outdir`. `measured`:
     per result, its Nsight Compute block (`gpusim run --ncu`), shown beside the simulated values;
     by default the `measured` block of each result file.
@@ -55,11 +64,16 @@ def write_outputs(results: list[SimResult | str | Path], outdir: str | Path, nam
     # a compact page loads each per-result figure from its SVG file: no PNG twin (half the rendering,
     # which was most of a cached `python run_sim.py`)
     per_result = ("svg",) if compact else ("png", "svg")
-    stems = [_slug(i, r) for i, r in enumerate(results)]
-    jobs = [(r, plot_dir, stem, per_result, bucket) for r, stem in zip(results, stems)]
+    stems = [slug(i, r) for i, r in enumerate(results)]
+    done = list(rendered) if rendered is not None else [None] * len(results)
+    todo = [i for i, files in enumerate(done) if files is None]
+    jobs = [(results[i], plot_dir, stems[i], per_result, bucket) for i in todo]
     # each result's figures are independent: a caller's worker pool renders them side by side
-    rendered = list(pool.map(_result_figures, *zip(*jobs))) if pool is not None and jobs else \
-        [_result_figures(*job) for job in jobs]
+    made = list(pool.map(result_figures, *zip(*jobs))) if pool is not None and jobs else \
+        [result_figures(*job) for job in jobs]
+    for i, files in zip(todo, made):
+        done[i] = files
+    rendered = [{k: [Path(p) for p in v] for k, v in files.items()} for files in done]
     sections = []
     for i, (result, name, stem, files) in enumerate(zip(results, names, stems, rendered)):
         figures = {}
@@ -93,7 +107,7 @@ def write_outputs(results: list[SimResult | str | Path], outdir: str | Path, nam
     return {"report": report, "timeline": trace, "plots": written, "differences": differences}
 
 
-def _result_figures(result: SimResult, plot_dir: Path, stem: str, formats: tuple[str, ...],
+def result_figures(result: SimResult, plot_dir: Path, stem: str, formats: tuple[str, ...],
                     bucket: float | None) -> dict[str, list[Path]]:
     """Render one result's figures into `plot_dir` (utilisation and timeline where the result has a
     timeline, the hottest instructions always); {kind: its files, the one the page uses last}."""
@@ -144,7 +158,7 @@ def _data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
 
-def _slug(i: int, r: SimResult) -> str:
+def slug(i: int, r: SimResult) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{i}_{r.workload or r.kernel}_{r.card}_{r.size}")
 
 

@@ -22,10 +22,9 @@ from gpusim.isa.parser import parse_listing  # noqa: E402
 
 NPZ = GOLDEN / "difftest_sm_90.npz"
 K, KERNELS = gen.K, gen.KERNELS
-# the MUFU hardware approximations not modelled yet (gpusim/emu/mufu.py has RCP and RSQ): the emulator
+# the MUFU hardware approximations not modelled yet (gpusim/emu/mufu.py has RCP, RSQ, EX2): the emulator
 # computes the exact function rounded once
 KNOWN = {
-    ("dt_approx", 2): "__expf: MUFU.EX2 is exactly rounded, not the hardware approximation",
     ("dt_approx", 3): "__sinf: MUFU.SIN's argument scaling and approximation are not modelled",
     ("dt_approx", 4): "__cosf: MUFU.COS's argument scaling and approximation are not modelled",
     ("dt_approx", 5): "__log2f: MUFU.LG2 is exactly rounded, not the hardware approximation",

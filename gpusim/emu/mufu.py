@@ -7,7 +7,7 @@ squarer, P = C0 << a + C1*x + (C2*sq(x) << b) + K, and the result mantissa is P 
 handled by rule. The tables (mufu_tab.py) are fitted to an exhaustive H100 measurement by
 scripts/fit_mufu.py; a function is bit-exact on every measured input (all 2^23 mantissas of the fitted
 slices, 512 mantissas of every other (sign, exponent) slice). Inputs and outputs flush denormals (FTZ).
-Functions without a table here (SIN, COS, EX2, LG2, RCP64H, RSQ64H) stay on ops.py's exactly rounded
+Functions without a table here (SIN, COS, LG2, RCP64H, RSQ64H) stay on ops.py's exactly rounded
 stand-in.
 """
 from __future__ import annotations
@@ -101,6 +101,42 @@ def _rsq_intervals(u, out):
     return fr >> 17, fr & 0x1FFFF, np.where(fr == 0, 1, lo), np.where(fr == 0, 0, hi)
 
 
+# ---- EX2: the input as a fixed-point number (7 integer, 23 fraction bits; the magnitude truncated
+# [H100]), integer part -> exponent, fraction (complemented for negative inputs) -> 64 segments of 2^17;
+# a = 13, K = 0x77e2, s = 15 ---------------------------------------------------------------------------
+def _ex2_fixed(u):
+    """(sign, exponent of the result before the table's carry, 23-bit table input, in range)."""
+    sign, exp, fract = _fields(u)
+    m = np.where(exp == 0, 0, fract | (1 << 23))
+    sh = exp - 127
+    left = m << np.clip(sh, 0, 7)
+    fx = np.where(sh >= 0, left, m >> np.clip(-sh, 0, 40))
+    i, f = fx >> 23, fx & 0x7FFFFF
+    oexp = np.where(sign == 1, np.where(f == 0, -i, -i - 1), i) + 127
+    f = np.where((sign == 1) & (f != 0), 0x7FFFFF - f, f)
+    return sign, oexp, f, sh < 7
+
+
+def ex2(u):
+    sign, exp, fract = _fields(u)
+    s, oexp, f, ok = _ex2_fixed(u)
+    idx, x = f >> 17, f & 0x1FFFF
+    c0, c1, c2 = _coef("ex2", idx)
+    p = ((c0 << 13) + c1 * x + c2 * square(x) + 0x77E2) >> 15
+    r = _pack(np.zeros_like(sign), oexp, p)
+    big = ~ok | (exp == 255)
+    r = np.where(big, np.where(sign == 1, np.uint32(0), INF), r)                  # 2^inf, 2^-inf
+    r = np.where((exp == 255) & (fract != 0), NAN, r)
+    return r.astype(np.uint32)
+
+
+def _ex2_intervals(u, out):
+    _, oexp0, f, _ = _ex2_fixed(u)
+    _, oexp, omant = _fields(out)
+    y = (omant | (1 << 23)) << (oexp - oexp0)
+    return f >> 17, f & 0x1FFFF, (y << 15) - 0x77E2, ((y + 1) << 15) - 1 - 0x77E2
+
+
 @dataclass(frozen=True)
 class Spec:
     """How scripts/fit_mufu.py fits a function: table entries, C0's shift a, the squared feature, the
@@ -117,9 +153,10 @@ class Spec:
 SPEC = {
     "rcp": Spec(128, 13, lambda x: square(x << 1), ((0, 127),), _rcp_intervals, rcp),
     "rsq": Spec(128, 14, lambda x: square(x) << 2, ((0, 127), (0, 128)), _rsq_intervals, rsq),
+    "ex2": Spec(64, 13, square, ((0, 127), (1, 127)), _ex2_intervals, ex2),
 }
 
-MODELS = {"RCP": "rcp", "RSQ": "rsq"}
+MODELS = {"RCP": "rcp", "RSQ": "rsq", "EX2": "ex2"}
 
 
 def evaluate(fn, u):

@@ -7,7 +7,7 @@ squarer, P = C0 << a + C1*x + (C2*sq(x) << b) + K, and the result mantissa is P 
 handled by rule. The tables (mufu_tab.py) are fitted to an exhaustive H100 measurement by
 scripts/fit_mufu.py; a function is bit-exact on every measured input (all 2^23 mantissas of the fitted
 slices, 512 mantissas of every other (sign, exponent) slice). Inputs and outputs flush denormals (FTZ).
-Functions without a table here (SIN, COS, LG2, RCP64H, RSQ64H) stay on ops.py's exactly rounded
+Functions without a table here (SIN, COS, RCP64H, RSQ64H) stay on ops.py's exactly rounded
 stand-in.
 """
 from __future__ import annotations
@@ -137,6 +137,42 @@ def _ex2_intervals(u, out):
     return f >> 17, f & 0x1FFFF, (y << 15) - 0x77E2, ((y + 1) << 15) - 1 - 0x77E2
 
 
+# ---- LG2: log2 of the mantissa as a 36-bit fraction (64 segments of 2^17; a = 12, the squared term
+# shifted by 1, K = 0x3345, then >> 2), plus the exponent as the integer part; a negative sum is
+# complemented (one's complement), then normalised and truncated to 24 bits --------------------------------
+def lg2(u):
+    sign, exp, fract = _fields(u)
+    idx, x = fract >> 17, fract & 0x1FFFF
+    c0, c1, c2 = _coef("lg2", idx)
+    res = ((c0 << 12) + c1 * x + ((c2 * square(x)) << 1) + 0x3345) >> 2
+    res = np.where((fract == 0) & (exp == 127), 0, res)
+    tot = res + ((exp - 127) << 36)
+    neg = tot < 0
+    mag = np.where(neg, -tot - 1, tot)
+    lead = np.floor(np.log2(np.maximum(mag, 1).astype(np.float64))).astype(np.int64)
+    lead = lead - (np.int64(1) << lead > mag) + ((np.int64(1) << (lead + 1)) <= mag)  # exact bit length - 1
+    top = np.where(lead >= 23, mag >> np.maximum(lead - 23, 0), mag << np.maximum(23 - lead, 0))
+    r = _pack(neg.astype(np.int64), lead - 36 + 127, top)
+    r = np.where(mag == 0, np.uint32(0), r)
+    r = np.where(exp == 0, np.uint32(0xFF800000), r)                                  # lg2(+-0) -> -inf
+    r = np.where((sign == 1) & (exp != 0), NAN, r)
+    r = np.where((exp == 255) & (sign == 0), np.where(fract == 0, INF, NAN), r)
+    return r.astype(np.uint32)
+
+
+def _lg2_intervals(u, out):
+    """Slice e = 127 only (positive results): res in [Y, Y + 1) << (exponent - 114), one point if exact."""
+    _, exp, fract = _fields(u)
+    _, oexp, omant = _fields(out)
+    y = omant | (1 << 23)
+    sh = oexp - 114
+    lo = np.where(sh >= 0, y << np.maximum(sh, 0), y >> np.maximum(-sh, 0))
+    hi = np.where(sh >= 0, ((y + 1) << np.maximum(sh, 0)) - 1, lo)
+    lo, hi = (lo << 2) - 0x3345, (hi << 2) + 3 - 0x3345
+    zero = (out == 0) | (exp != 127)
+    return fract >> 17, fract & 0x1FFFF, np.where(zero, 1, lo), np.where(zero, 0, hi)
+
+
 @dataclass(frozen=True)
 class Spec:
     """How scripts/fit_mufu.py fits a function: table entries, C0's shift a, the squared feature, the
@@ -154,9 +190,10 @@ SPEC = {
     "rcp": Spec(128, 13, lambda x: square(x << 1), ((0, 127),), _rcp_intervals, rcp),
     "rsq": Spec(128, 14, lambda x: square(x) << 2, ((0, 127), (0, 128)), _rsq_intervals, rsq),
     "ex2": Spec(64, 13, square, ((0, 127), (1, 127)), _ex2_intervals, ex2),
+    "lg2": Spec(64, 12, lambda x: square(x) << 1, ((0, 127),), _lg2_intervals, lg2),
 }
 
-MODELS = {"RCP": "rcp", "RSQ": "rsq", "EX2": "ex2"}
+MODELS = {"RCP": "rcp", "RSQ": "rsq", "EX2": "ex2", "LG2": "lg2"}
 
 
 def evaluate(fn, u):

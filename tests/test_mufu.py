@@ -14,7 +14,7 @@ from gpusim.isa.opcodes import load_opcode_table
 from gpusim.isa.parser import _parse_instruction
 
 SAMPLE = Path(__file__).parent / "difftest" / "golden" / "mufu_h100_sample.npz"
-EXACT = ["RCP", "RSQ", "EX2", "LG2"]
+EXACT = ["RCP", "RSQ", "EX2", "LG2", "RCP64H", "RSQ64H"]
 
 
 class _Emu:

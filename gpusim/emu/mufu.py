@@ -7,7 +7,7 @@ squarer, P = C0 << a + C1*x + (C2*sq(x) << b) + K, and the result mantissa is P 
 handled by rule. The tables (mufu_tab.py) are fitted to an exhaustive H100 measurement by
 scripts/fit_mufu.py; a function is bit-exact on every measured input (all 2^23 mantissas of the fitted
 slices, 512 mantissas of every other (sign, exponent) slice). Inputs and outputs flush denormals (FTZ).
-Functions without a table here (SIN, COS, RCP64H, RSQ64H) stay on ops.py's exactly rounded
+Functions without a table here (SIN, COS) stay on ops.py's exactly rounded
 stand-in.
 """
 from __future__ import annotations
@@ -193,12 +193,44 @@ SPEC = {
     "lg2": Spec(64, 12, lambda x: square(x) << 1, ((0, 127),), _lg2_intervals, lg2),
 }
 
-MODELS = {"RCP": "rcp", "RSQ": "rsq", "EX2": "ex2", "LG2": "lg2"}
+MODELS = {"RCP": "rcp", "RSQ": "rsq", "EX2": "ex2", "LG2": "lg2", "RCP64H": "rcp", "RSQ64H": "rsq"}
 
 
 def evaluate(fn, u):
-    """MUFU.<fn> of FP32 words u with its fitted model, or None when the function has no table."""
+    """MUFU.<fn> of 32-bit words u (FP32, or a double's high word for the 64H forms) with its fitted
+    model, or None when the function has no table."""
     name = MODELS.get(fn)
     if name is None or name not in TABLES:
         return None
-    return SPEC[name].model(u)
+    return {"RCP64H": rcp64h, "RSQ64H": rsq64h}.get(fn, SPEC[name].model)(u)
+
+
+# ---- RCP64H / RSQ64H: the operand and result are a double's high word; the high word's 20-bit mantissa
+# goes through the FP32 unit (RCP/RSQ above) and the 24-bit result mantissa is truncated to 20 bits [H100] --
+def _f64h(u, core, rsqrt):
+    u = np.asarray(u, np.uint32)
+    sign = (u >> 31).astype(np.int64)
+    exp = ((u >> 20) & 0x7FF).astype(np.int64)
+    m20 = (u & 0xFFFFF).astype(np.int64)
+    e = exp - 1023
+    e32 = 127 + (e & 1) if rsqrt else np.full_like(e, 127)
+    r = core(((m20 << 3) | (e32 << 23)).astype(np.uint32)).astype(np.int64)
+    oe = ((r >> 23) & 0xFF) - 127 + (-(e >> 1) if rsqrt else -e)
+    bits = ((oe + 1023) << 20) + ((r & 0x7FFFFF) >> 3)
+    bits = np.where(oe + 1023 <= 0, 0, bits)
+    out = ((0 if rsqrt else sign) << 31) | bits
+    out = np.where(exp == 0, (sign << 31) | 0x7FF00000, out)                       # +-0 -> +-inf
+    if rsqrt:
+        out = np.where((sign == 1) & (exp != 0), 0x7FFFFFFF, out)
+        out = np.where((exp == 2047) & (sign == 0), np.where(m20 == 0, 0, 0x7FFFFFFF), out)
+    else:
+        out = np.where(exp == 2047, np.where(m20 == 0, sign << 31, 0x7FFFFFFF), out)
+    return out.astype(np.uint32)
+
+
+def rcp64h(u):
+    return _f64h(u, rcp, False)
+
+
+def rsq64h(u):
+    return _f64h(u, rsq, True)

@@ -1000,15 +1000,15 @@ def convert(ex):
 @op("MUFU")
 def mufu(ex):
     fn = next(m for m in ex.ins.modifiers)
+    exact = mufu_model.evaluate(fn, ex.u32(0))  # the H100's interpolation where fitted (mufu.py)
+    if exact is not None:
+        ex.write(0, exact)
+        return
     if fn in ("RCP64H", "RSQ64H"):  # the operand is a double's high word; so is the result
         x = (ex.u32(0).astype(np.uint64) << np.uint64(32)).view(np.float64)
         with np.errstate(all="ignore"):
             r = 1.0 / x if fn == "RCP64H" else 1.0 / np.sqrt(x)
         ex.write(0, (np.asarray(r, np.float64).view(np.uint64) >> np.uint64(32)).astype(U32))
-        return
-    exact = mufu_model.evaluate(fn, ex.u32(0))  # the H100's interpolation where fitted (mufu.py)
-    if exact is not None:
-        ex.write(0, exact)
         return
     x = ex.f32(0).astype(np.float64)
     with np.errstate(all="ignore"):

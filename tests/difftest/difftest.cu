@@ -302,9 +302,32 @@ extern "C" __global__ void dt_approx(const unsigned long long *A, const unsigned
     o[0] = P(__fdividef(fa, fb), __fdividef(fh, fc));
     o[1] = P(rsqrtf(fa), rsqrtf(fh));
     o[2] = P(__expf(fa), __expf(fh));
-    o[3] = P(__sinf(fa), __sinf(fh));
-    o[4] = P(__cosf(fa), __cosf(fh));
+    o[3] = P(__exp10f(fb), __expf(fc));
+    o[4] = P(__log2f(fb), __logf(fc));
     o[5] = P(__log2f(fa), __log2f(fh));
     o[6] = D(rcp_approx(da));
     o[7] = D(rsqrt_approx(da));
+}
+
+extern "C" __global__ void dt_trig(const unsigned long long *A, const unsigned long long *B,
+                                  const unsigned long long *C, unsigned long long *O, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    unsigned long long a64 = A[i], b64 = B[i], c64 = C[i];
+    long long la = (long long)a64, lb = (long long)b64;
+    unsigned a = (unsigned)a64, b = (unsigned)b64, c = (unsigned)c64;
+    int sa = (int)a, sb = (int)b;
+    float fa = __uint_as_float(a), fb = __uint_as_float(b), fc = __uint_as_float(c);
+    float fh = __uint_as_float((unsigned)(c64 >> 32));
+    double da = __longlong_as_double(la), db = __longlong_as_double(lb), dc = __longlong_as_double((long long)c64);
+    unsigned long long *o = O + (size_t)i * 8;
+    o[0] = P(__sinf(fa), __sinf(fh));
+    o[1] = P(__cosf(fa), __cosf(fh));
+    o[2] = P(__sinf(fb), __cosf(fb));
+    o[3] = P(__sinf(fc), __cosf(fc));
+    o[4] = P(__sinf(fa * 0.001f), __cosf(fa * 0.001f));
+    o[5] = P(__sinf(fh * 100.0f), __cosf(fh * 100.0f));
+    o[6] = P(__tanf(fa), __tanf(fh));
+    o[7] = P(__sinf(fb * 3.0f), __cosf(fc * 7.0f));
 }

@@ -66,7 +66,8 @@ class SectorCache:
 class MemorySystem:
     """Chip-wide L2 and DRAM shared by all SMs (each SM owns an `L1`)."""
 
-    def __init__(self, cfg, clock_mhz: float, share: float = 1.0, dirty_share: float | None = None):
+    def __init__(self, cfg, clock_mhz: float, share: float = 1.0, dirty_share: float | None = None,
+                 track_stores: bool = False):
         """`share`: the fraction of the chip's L2/DRAM bandwidth this model sees (sampled mode
         simulates a few SMs and gives them their part). `dirty_share` (default `share`): the fraction
         of the L2's room for dirty data it gets: sampled mode simulates a few CTAs of those SMs and
@@ -89,7 +90,7 @@ class MemorySystem:
         self.l2_latency = l2.latency_cycles
         self.l2_bytes = 0  # bytes read from or written to L2
         self.l2_queue_bytes = 0.0  # the same as the L2 queue weighs them (a written byte costs `write_cost`)
-        self.stored = set()  # the sectors stores wrote (each once)
+        self.stored = set() if track_stores else None  # sampled mode: the sectors stores wrote (each once)
         self.dram_fraction: float | None = None  # sampled mode: share of local L2 misses that go to DRAM
         self._dram_credit = 0.0
 
@@ -123,7 +124,8 @@ class MemorySystem:
         done = accepted = start
         sb = self.sector_bytes
         self.l2_bytes += sb * len(sectors)
-        self.stored.update(sectors)
+        if self.stored is not None:
+            self.stored.update(sectors)
         # each sector costs write_cost sectors of the L2 queue, and each line touched line_sectors more
         # (spread over its sectors): scattered stores take longer per byte than whole lines
         per = sb * self.write_cost

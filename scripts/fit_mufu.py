@@ -4,12 +4,14 @@ Input: the folder written by bench/micro/mufu_tables.py (not in git; sha256 list
 bench/micro/mufu_h100.sha256). Structure (Tesla SFU as documented by envytools nvhw/sfu.c, which the
 H100 data follow): the top mantissa bits index a table of integer triples (C0, C1, C2); the low bits x
 enter linearly and through a truncated squarer; P = C0 << a + C1*x + C2*sq(x) << b + K; the result is
-P >> s. For each segment this script finds integer coefficients that put P inside the interval every
+P >> s (SIN/COS: P normalised and truncated; measured as functions of x, the MUFU operand being the
+compiler's FMUL.RZ(x, 1/2pi): Spec.operand). For each segment this script finds integer coefficients that put P inside the interval every
 measured output allows: least squares for an estimate, then a scan of (C1, C2) around it, with the
 range of C0 that fits every point computed directly. A segment is only written if some triple
 reproduces every measured output of that segment exactly.
 
     python3 scripts/fit_mufu.py /work/mufu_data [rcp rsq ...]       # fit, write gpusim/emu/mufu_tab.py
+                                                                    # (sin or cos: their shared table 'sin')
     python3 scripts/fit_mufu.py /work/mufu_data --check [rcp ...]   # model vs every measured output
     python3 scripts/fit_mufu.py /work/mufu_data --sample            # tests/difftest/golden/mufu_h100_sample.npz
 """
@@ -52,23 +54,26 @@ def solve_segment(lo, hi, a, x, s, r1=48, r2=6):
     return None if best is None else best[1]
 
 
-def fit(name, data):
-    """Per segment: the pre-shift intervals from the measured slices, then solve_segment."""
-    spec = mufu.SPEC[name]
+def fit(table, data):
+    """Per segment: the pre-shift intervals from the measured slices of every function using the table
+    (SIN and COS share one), then solve_segment."""
+    users = [(n, sp) for n, sp in mufu.SPEC.items() if (sp.table or n) == table]
+    spec = users[0][1]
     los, his, xs, idxs = [], [], [], []
-    for sign, exp in spec.fit_slices:
-        u = np.arange(1 << 23, dtype=np.uint32) | np.uint32((sign << 31) | (exp << 23))
-        out = load_slice(data, name, sign, exp)
-        idx, x, lo, hi = spec.intervals(u, out)
-        keep = lo <= hi
-        los.append(lo[keep]), his.append(hi[keep]), xs.append(x[keep]), idxs.append(idx[keep])
+    for name, sp in users:
+        for sign, exp in sp.fit_slices:
+            u = np.arange(1 << 23, dtype=np.uint32) | np.uint32((sign << 31) | (exp << 23))
+            out = load_slice(data, name, sign, exp)
+            idx, x, lo, hi = sp.intervals(sp.operand(u), out)
+            keep = lo <= hi
+            los.append(lo[keep]), his.append(hi[keep]), xs.append(x[keep]), idxs.append(idx[keep])
     lo, hi, x, idx = (np.concatenate(v) for v in (los, his, xs, idxs))
     tab = []
     for j in range(spec.entries):
         k = idx == j
         xj = x[k].astype(np.int64)
         c = solve_segment(lo[k], hi[k], spec.a, xj, spec.sq(xj))
-        print(f"{name} segment {j}: {k.sum()} points -> {c}", flush=True)
+        print(f"{table} segment {j}: {k.sum()} points -> {c}", flush=True)
         if c is None:
             return None
         tab.append(c)
@@ -83,11 +88,11 @@ def check(name, data):
     for key in sorted(k[4:] for k in z.files if k.startswith("res_")):
         sign, exp = map(int, key.split("_"))
         u = np.arange(1 << 23, dtype=np.uint32) | np.uint32((sign << 31) | (exp << 23))
-        n = int((spec.model(u) != load_slice(data, name, sign, exp)).sum())
+        n = int((spec.model(spec.operand(u)) != load_slice(data, name, sign, exp)).sum())
         print(f"{name} slice {key}: {n} of {u.size} differ")
         bad += n
     u, out = z["sub_in"], z["sub_out"]
-    got = spec.model(u)
+    got = spec.model(spec.operand(u))
     n = int((got != out).sum())
     print(f"{name} subsample: {n} of {u.size} differ" + "".join(
         f"\n  in {a:#010x}: H100 {b:#010x} model {c:#010x}" for a, b, c in
@@ -129,7 +134,7 @@ def main():
     if "--check" in sys.argv:
         sys.exit(1 if sum(check(n, data) for n in names) else 0)
     tabs = {}
-    for name in names:
+    for name in dict.fromkeys(mufu.SPEC[n].table or n for n in names):  # tables, each once
         tab = fit(name, data)
         if tab is None:
             print(f"{name}: no exact table with this structure")

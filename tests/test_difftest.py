@@ -22,10 +22,8 @@ from gpusim.isa.parser import parse_listing  # noqa: E402
 
 NPZ = GOLDEN / "difftest_sm_90.npz"
 K, KERNELS = gen.K, gen.KERNELS
-# the MUFU hardware approximations not modelled yet (gpusim/emu/mufu.py has RCP, RSQ, EX2, LG2, RCP64H, RSQ64H): the emulator
-# computes the exact function rounded once
-KNOWN = {("dt_trig", k): "MUFU.SIN / MUFU.COS: the hardware's approximation is not fitted yet (exactly rounded sin/cos of "
-                         "the scaled argument)" for k in range(8)}
+# none left: every MUFU form of dt_approx and dt_trig is modelled bit-exact (gpusim/emu/mufu.py)
+KNOWN = {}
 
 CASES = [pytest.param(name, k, id=f"{name}[{k}] {KERNELS[name][k]}",
                       marks=[pytest.mark.xfail(strict=True, reason=KNOWN[name, k])] if (name, k) in KNOWN else [])

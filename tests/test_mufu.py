@@ -1,8 +1,8 @@
 """MUFU against H100 measurements: the emulator's MUFU instruction equals the H100 on a committed sample
 (tests/difftest/golden/mufu_h100_sample.npz, written by scripts/fit_mufu.py --sample from the exhaustive
 bench/micro/mufu_tables.py run: random points of every (sign, exponent) slice incl. 0, denormals, inf,
-NaN, plus random mantissas of the base slice). Only the functions with a fitted model (gpusim/emu/mufu.py)
-are checked; the others are the exactly rounded stand-in and would fail."""
+NaN, plus random mantissas of the base slice). SIN and COS were measured as functions of x (the compiler's
+FMUL.RZ by 1/2pi, then MUFU): here too, both instructions through the emulator."""
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +14,7 @@ from gpusim.isa.opcodes import load_opcode_table
 from gpusim.isa.parser import _parse_instruction
 
 SAMPLE = Path(__file__).parent / "difftest" / "golden" / "mufu_h100_sample.npz"
-EXACT = ["RCP", "RSQ", "EX2", "LG2", "RCP64H", "RSQ64H"]
+EXACT = ["RCP", "RSQ", "EX2", "LG2", "RCP64H", "RSQ64H", "SIN", "COS"]
 
 
 class _Emu:
@@ -24,13 +24,18 @@ class _Emu:
 
 
 def _mufu(fn, u):
-    """MUFU.<fn> R2, R1 through the emulator's handler, 32 lanes a warp."""
+    """MUFU.<fn> R2, R1 through the emulator's handlers, 32 lanes a warp; SIN/COS after the FMUL.RZ
+    that __sinf/__cosf compile to (as measured)."""
     n = -(-u.size // 32) * 32
     vals = np.zeros(n, np.uint32)
     vals[:u.size] = u
     emu = _Emu(n // 32, vals)
-    ins = _parse_instruction(0, 0, f"MUFU.{fn} R2, R1", {}, load_opcode_table("sm_90"), "sm_90")
-    ops.HANDLERS["MUFU"](Exec(emu, ins, np.arange(n // 32), slice(0, n), np.ones(n, bool), False))
+    code = [f"MUFU.{fn} R2, R1"]
+    if fn in ("SIN", "COS"):
+        code.insert(0, "FMUL.RZ R1, R1, 0.15915493667125701904")
+    for text in code:
+        ins = _parse_instruction(0, 0, text, {}, load_opcode_table("sm_90"), "sm_90")
+        ops.HANDLERS[ins.opcode](Exec(emu, ins, np.arange(n // 32), slice(0, n), np.ones(n, bool), False))
     return emu.state.R[2][:u.size]
 
 
@@ -51,3 +56,13 @@ def test_sample_is_not_exactly_rounded():
     with np.errstate(all="ignore"):
         rounded = (1.0 / x).astype(np.float32).view(np.uint32)
     assert (rounded[normal] != want[normal]).sum() > 10
+
+
+def test_sin_cos_sample_is_not_exactly_rounded():
+    """SIN/COS can fail too: the exactly rounded value differs from the H100 on part of the sample."""
+    for name, f in (("sin", np.sin), ("cos", np.cos)):
+        u, want = np.load(SAMPLE)[name]
+        y = mufu.fmul_rz_2pi(u).view(np.float32).astype(np.float64)
+        ok = np.isfinite(y) & (np.abs(y) < 1)
+        rounded = f(2 * np.pi * y).astype(np.float32).view(np.uint32)
+        assert (rounded[ok] != want[ok]).sum() > 10

@@ -7,8 +7,8 @@ squarer, P = C0 << a + C1*x + (C2*sq(x) << b) + K, and the result mantissa is P 
 handled by rule. The tables (mufu_tab.py) are fitted to an exhaustive H100 measurement by
 scripts/fit_mufu.py; a function is bit-exact on every measured input (all 2^23 mantissas of the fitted
 slices, 512 mantissas of every other (sign, exponent) slice). Inputs and outputs flush denormals (FTZ).
-Functions without a table here (SIN, COS) stay on ops.py's exactly rounded
-stand-in.
+SIN and COS take their operand in revolutions (the compiler's FMUL.RZ by 1/2pi comes first) and share
+one table; their result is fixed point, normalised and truncated (no rounding constant).
 """
 from __future__ import annotations
 
@@ -149,8 +149,7 @@ def lg2(u):
     tot = res + ((exp - 127) << 36)
     neg = tot < 0
     mag = np.where(neg, -tot - 1, tot)
-    lead = np.floor(np.log2(np.maximum(mag, 1).astype(np.float64))).astype(np.int64)
-    lead = lead - (np.int64(1) << lead > mag) + ((np.int64(1) << (lead + 1)) <= mag)  # exact bit length - 1
+    lead = _bit_length(mag) - 1
     top = np.where(lead >= 23, mag >> np.maximum(lead - 23, 0), mag << np.maximum(23 - lead, 0))
     r = _pack(neg.astype(np.int64), lead - 36 + 127, top)
     r = np.where(mag == 0, np.uint32(0), r)
@@ -173,17 +172,102 @@ def _lg2_intervals(u, out):
     return fract >> 17, fract & 0x1FFFF, np.where(zero, 1, lo), np.where(zero, 0, hi)
 
 
+# ---- SIN / COS: the operand (revolutions) as a fixed-point number of quarter turns, 2 quadrant bits and 23
+# fraction bits (magnitude truncated; whole turns dropped), then: COS adds one quadrant and takes sign 0;
+# an odd quadrant complements the fraction; quadrant bit 1 flips the sign; 64 segments of 2^17 of one
+# table give sin(pi/2 * fraction) as a 38-bit fixed-point value (a = 11, no rounding constant),
+# normalised and truncated to 24 bits [H100, as envytools' Tesla SFU] -----------------------------------
+def _sincos_fixed(u, cos):
+    """(result sign, 23-bit table input) of SIN (cos False) or COS (cos True)."""
+    sign, exp, fract = _fields(u)
+    m = np.where(exp == 0, 0, fract | (1 << 23))
+    sh = exp - 125                                   # y * 4 with 23 fraction bits
+    fx = np.where(sh >= 0, m << np.clip(sh, 0, 25), m >> np.clip(-sh, 0, 40)) & 0x1FFFFFF
+    q, f = fx >> 23, fx & 0x7FFFFF
+    if cos:
+        q, sign = q + 1, np.zeros_like(sign)
+    f = np.where(q & 1, 0x7FFFFF - f, f)
+    return sign ^ ((q >> 1) & 1), f
+
+
+def _sincos(u, cos):
+    _, exp, _ = _fields(u)
+    sign, f = _sincos_fixed(u, cos)
+    idx, x = f >> 17, f & 0x1FFFF
+    c0, c1, c2 = _coef("sin", idx)
+    res = (c0 << 11) + c1 * x + c2 * square(x)
+    lead = _bit_length(res) - 1
+    top = np.where(lead >= 23, res >> np.maximum(lead - 23, 0), res << np.maximum(23 - lead, 0))
+    r = _pack(sign, lead - 37 + 127, top)
+    r = np.where(res == 0, (sign << 31).astype(np.uint32), r)
+    r = np.where(exp == 255, NAN, r)                                                  # sin(inf), sin(NaN)
+    return r.astype(np.uint32)
+
+
+def sin(u):
+    return _sincos(u, False)
+
+
+def cos(u):
+    return _sincos(u, True)
+
+
+def _sincos_intervals(cos):
+    def intervals(u, out):
+        """res in [Y, Y + 1) << (exponent - 113) (one point if exact), 0 for a zero result; a wrong sign
+        (never seen) gives an empty interval."""
+        sign, f = _sincos_fixed(u, cos)
+        osign, oexp, omant = _fields(out)
+        y = omant | (1 << 23)
+        sh = oexp - 113
+        lo = np.where(sh >= 0, y << np.maximum(sh, 0), y >> np.maximum(-sh, 0))
+        hi = np.where(sh >= 0, ((y + 1) << np.maximum(sh, 0)) - 1, lo)
+        zero = (out & 0x7FFFFFFF) == 0
+        lo, hi = np.where(zero, 0, lo), np.where(zero, 0, hi)
+        bad = (osign != sign) & ~zero
+        return f >> 17, f & 0x1FFFF, np.where(bad, 1, lo), np.where(bad, 0, hi)
+    return intervals
+
+
+def _bit_length(v):
+    """Exact bit length of non-negative int64 values (0 for 0)."""
+    v = np.asarray(v, np.int64)
+    n = np.zeros_like(v)
+    for b in (32, 16, 8, 4, 2, 1):
+        big = (v >> (n + b)) > 0
+        n = np.where(big, n + b, n)
+    return np.where(v > 0, n + 1, 0)
+
+
+def fmul_rz_2pi(u):
+    """The compiler's FMUL.RZ by 1/2pi before MUFU.SIN/COS (float32 words -> operand words): how the
+    measurement (a function of x) maps to the MUFU operand. The product of two floats is exact in float64."""
+    with np.errstate(all="ignore"):
+        x = np.asarray(u, np.uint32).view(np.float32).astype(np.float64)
+        p = x * float(np.float32(0.15915493667125701904))
+        r = p.astype(np.float32)
+        over = np.abs(r.astype(np.float64)) > np.abs(p)
+    return np.where(over, np.nextafter(r, np.float32(0)), r).view(np.uint32)
+
+
+def _identity(u):
+    return u
+
+
 @dataclass(frozen=True)
 class Spec:
     """How scripts/fit_mufu.py fits a function: table entries, C0's shift a, the squared feature, the
     measured slices (sign, exponent) that bound every segment, and intervals(u, out) -> (index, x, lo, hi):
-    the range of C0 << a + C1*x + C2*sq that reproduces each measured output."""
+    the range of C0 << a + C1*x + C2*sq that reproduces each measured output; table: the table it uses
+    (SIN and COS share one); operand: measured input word -> MUFU operand (SIN/COS: after the FMUL.RZ)."""
     entries: int
     a: int
     sq: Callable
     fit_slices: tuple
     intervals: Callable
     model: Callable
+    table: str = ""
+    operand: Callable = _identity
 
 
 SPEC = {
@@ -191,16 +275,21 @@ SPEC = {
     "rsq": Spec(128, 14, lambda x: square(x) << 2, ((0, 127), (0, 128)), _rsq_intervals, rsq),
     "ex2": Spec(64, 13, square, ((0, 127), (1, 127)), _ex2_intervals, ex2),
     "lg2": Spec(64, 12, lambda x: square(x) << 1, ((0, 127),), _lg2_intervals, lg2),
+    # x in [2, 4): y in [0.318, 0.637), converted exactly; SIN sees complemented fractions (0, 0.73] and
+    # direct ones [0, 0.55), COS direct [0.27, 1) and complemented (0.45, 1]: every segment, twice
+    "sin": Spec(64, 11, square, ((0, 128),), _sincos_intervals(False), sin, "sin", fmul_rz_2pi),
+    "cos": Spec(64, 11, square, ((0, 128),), _sincos_intervals(True), cos, "sin", fmul_rz_2pi),
 }
 
-MODELS = {"RCP": "rcp", "RSQ": "rsq", "EX2": "ex2", "LG2": "lg2", "RCP64H": "rcp", "RSQ64H": "rsq"}
+MODELS = {"RCP": "rcp", "RSQ": "rsq", "EX2": "ex2", "LG2": "lg2", "RCP64H": "rcp", "RSQ64H": "rsq",
+          "SIN": "sin", "COS": "cos"}
 
 
 def evaluate(fn, u):
     """MUFU.<fn> of 32-bit words u (FP32, or a double's high word for the 64H forms) with its fitted
     model, or None when the function has no table."""
     name = MODELS.get(fn)
-    if name is None or name not in TABLES:
+    if name is None or (SPEC[name].table or name) not in TABLES:
         return None
     return {"RCP64H": rcp64h, "RSQ64H": rsq64h}.get(fn, SPEC[name].model)(u)
 

@@ -1,8 +1,9 @@
 """Wall time of the main job (`python run_sim.py`) from an empty cache, and the report's size.
 
 Issue 15's goal: under 60 s on a fresh clone on the 2-core machine, report.html under 3 MB.
-Measured 2026-11-25 on the shared 2-core machine (busy): 4 min 04 s, report.html 1.1 MB (the goal
-on time is not met).
+Measured 2026-11-25 on the 2-core machine, quiet, from fresh clones: 51.4 s and 51.3 s, report.html
+0.74 MB (30 jobs: each seed's variants on its era's card and the H100). Earlier the same day, busy,
+with all 45 card x variant jobs: 4 min 04 s.
 
 Usage: python bench/run_sim_time.py [--cards gtx970,k40,h100]
 """

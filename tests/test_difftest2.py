@@ -24,10 +24,7 @@ from gpusim.isa.parser import parse_listing  # noqa: E402
 
 NPZ = GOLDEN / "difftest2_sm_90.npz"
 PARTS = [*range(gen2.K), "tail"]
-KNOWN: dict[tuple[str, object], str] = {
-    ("d2_converge", part): "WARPSYNC.COLLECTIVE over lanes on another path: the emulator runs one path of a "
-                           "warp at a time and stops (it would have to interleave the warp's paths)"
-    for part in PARTS}
+KNOWN: dict[tuple[str, object], str] = {}
 
 CASES = [pytest.param(name, part, id=f"{name}[{part}]",
                       marks=[pytest.mark.xfail(strict=True, reason=KNOWN[name, part])] if (name, part) in KNOWN else [])

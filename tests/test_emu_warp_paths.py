@@ -46,15 +46,40 @@ def test_bra_div_branches_when_lanes_of_the_mask_are_off_the_path():
     assert emu.pc[0] == target
 
 
-def test_collective_over_a_diverged_warp_is_loud():
+def test_collective_with_lanes_on_no_pending_path_is_loud():
     emu, at = _shfl_warp()
     pc = at("WARPSYNC.COLLECTIVE R8")
     emu.state.R[8, :32] = 0x0000FFFF  # the lanes on the path: the block runs as is
     emu._step(pc, Batch(emu, np.array([0])))
     assert emu.pc[0] == pc + 1
-    emu.state.R[8, :32] = 0xFFFFFFFF
-    with pytest.raises(EmulationError, match="lanes 0xffff0000 of the member mask 0xffffffff are on another path"):
+    emu.state.R[8, :32] = 0xFFFFFFFF  # lanes 16..31 are on no path of the warp's stack: they never arrive
+    with pytest.raises(EmulationError, match="lanes 0xffff0000 of the member mask 0xffffffff are on no pending path"):
         emu._step(pc, Batch(emu, np.array([0])))
+
+
+def test_collective_waits_for_the_members_on_another_path():
+    """Lanes 0..15 reach the collective SHFL first: they park, the warp runs its pending path (lanes
+    16..31), and when those reach a collective with the same member mask the shuffle runs once over
+    all 32 lanes, each with its own source; both paths then go on after their block."""
+    emu, at = _shfl_warp()
+    pc = at("WARPSYNC.COLLECTIVE R8")
+    label = emu.program.by_address[emu.program.instructions[pc].srcs[-1].value]
+    emu.stacks[0].append(("sync", label + 5, np.ones(32, bool)))  # the convergence point of both paths
+    emu.stacks[0].append(("div", pc, ~emu.mask[0].copy()))  # lanes 16..31 wait at the same WARPSYNC
+    lanes = np.arange(32, dtype=np.uint32)
+    emu.state.R[8, :32] = 0xFFFFFFFF
+    emu.state.R[9, :32] = 100 + lanes  # each lane's source
+    emu.state.R[10, :32] = 31 - lanes  # lane i reads lane 31 - i: across the two paths
+    emu.state.R[11, :32] = 0x1F
+    emu.state.R[4, :32] = 0
+    emu._step(pc, Batch(emu, np.array([0])))  # lanes 0..15 park; the warp switches to lanes 16..31
+    assert emu.pc[0] == pc and emu.mask[0].tolist() == [False] * 16 + [True] * 16
+    assert (emu.state.R[4, :32] == 0).all()  # nothing ran yet
+    emu._step(pc, Batch(emu, np.array([0])))  # the set is complete: the shuffle runs over 32 lanes
+    assert emu.state.R[4, :32].tolist() == (100 + 31 - lanes).tolist()
+    assert emu.pc[0] == label - 1 and emu.mask[0].tolist() == [False] * 16 + [True] * 16  # at ENDCOLLECTIVE
+    assert emu.stacks[0][-1][:2] == ("div", label - 1)  # the parked path goes on after its block next
+    assert emu.stacks[0][-1][2].tolist() == [True] * 16 + [False] * 16
 
 
 def test_atomics_meeting_on_an_address_apply_in_lane_order():

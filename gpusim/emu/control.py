@@ -181,17 +181,22 @@ def break_(ex):
 
 @op("ENDCOLLECTIVE")
 def end_collective(ex):
-    """ENDCOLLECTIVE: the end of a WARPSYNC.COLLECTIVE block (see there); nothing to do."""
+    """ENDCOLLECTIVE: the end of a WARPSYNC.COLLECTIVE block (see there); the lanes fall through to
+    the WARPSYNC's label, the next instruction."""
     return None
 
 
 @control_op("WARPSYNC")
 def warpsync(ex):
-    """WARPSYNC m / WARPSYNC.ALL: the lanes of m wait for each other (__syncwarp). The emulator runs a
-    warp's path as one, so a warp whose lanes of m are all on the path goes on; lanes of m waiting on
-    another path would need the warp's paths to be interleaved, which is not emulated (error).
-    WARPSYNC.COLLECTIVE m, label starts the block up to ENDCOLLECTIVE that a diverged warp runs for a
-    member mask m (the slow path behind BRA.DIV): with m all on the path it runs the block as is."""
+    """WARPSYNC m / WARPSYNC.ALL: the lanes of m wait for each other (__syncwarp). WARPSYNC.COLLECTIVE
+    m, label starts the block up to ENDCOLLECTIVE (one warp-synchronous operation) that a diverged warp
+    runs for the member mask m (the slow path behind BRA.DIV); the lanes go on at the label.
+    Lanes of a .sync operation wait for each other, possibly at different instructions [PTX ISA,
+    sm_70+: shfl.sync, vote.sync, bar.warp.sync]: while lanes of m are on another path, the path
+    parks here and the warp runs its other paths (taken off its stack) until the lanes of m all wait
+    at a WARPSYNC with member mask m; the block then runs once over all of them, each lane with its
+    own operands, and every path goes on after its own block (the parked ones as pending paths, where
+    the path that completed the set was on the stack). The blocks must be the same instructions."""
     emu = ex.emu
     emu.pc[ex.wids] = ex.ins.index + 1
     if "ALL" in ex.ins.modifiers:
@@ -203,12 +208,76 @@ def warpsync(ex):
     path = np.packbits(emu.mask[ex.wids], axis=1, bitorder="little").view(np.uint32).ravel()
     away = members & live & ~path
     executing = _taken(ex).any(axis=1)
-    if (away[executing] != 0).any():
-        k = int(np.flatnonzero(executing & (away != 0))[0])
-        raise NotImplementedError(f"warp {int(ex.wids[k])}: lanes {int(away[k]):#010x} of the member mask "
-                                  f"{int(members[k]):#010x} are on another path (a warp-synchronous operation "
-                                  "over a diverged warp is not emulated)")
+    for k in np.flatnonzero(executing & (away != 0)):
+        _rendezvous(emu, ex.ins, int(ex.wids[k]), int(members[k]), int(away[k]))
     return True
+
+
+def _block(emu, ins) -> tuple[list, int]:
+    """The instructions of a WARPSYNC's block (up to ENDCOLLECTIVE; none for a plain WARPSYNC) and
+    the PC the lanes go on at: the ENDCOLLECTIVE, which falls through to the WARPSYNC's label."""
+    if "COLLECTIVE" not in ins.modifiers:
+        return [], ins.index + 1
+    label = next(s for s in ins.srcs if s.kind == "label")
+    body, i = [], ins.index + 1
+    while emu.program.instructions[i].opcode != "ENDCOLLECTIVE":
+        body.append(emu.program.instructions[i])
+        i += 1
+    if emu.program.by_address.get(label.value) != i + 1:
+        raise NotImplementedError(f"WARPSYNC.COLLECTIVE whose label {label.text} does not follow its ENDCOLLECTIVE")
+    return body, i
+
+
+def _rendezvous(emu, ins, w: int, members: int, away: int) -> None:
+    """Warp w's path reached WARPSYNC `ins` with lanes `away` of `members` on other paths (see warpsync)."""
+    from gpusim.emu.emulator import Batch
+
+    parked = emu.parked[w]
+    waiting = [p for p in parked if p["members"] == members]
+    arrived = 0
+    for p in waiting:
+        arrived |= pack_lanes_1(p["mask"])
+    stack = emu.stacks[w]
+    if away & ~arrived:  # lanes still to come: park this path, run the one holding them
+        i = next((i for i in range(len(stack) - 1, -1, -1)
+                  if stack[i][0] == "div" and pack_lanes_1(stack[i][2] & ~emu.exited[w]) & away & ~arrived),
+                 None)
+        if i is None:
+            raise NotImplementedError(
+                f"warp {w}: lanes {away & ~arrived:#010x} of the member mask {members:#010x} are on no pending "
+                "path (they wait elsewhere and never reach the warp-synchronous operation: a deadlock)")
+        parked.append({"pc": ins.index, "mask": emu.mask[w].copy(), "members": members,
+                       "seg": stack[i + 1:], "depth": i})
+        entry = stack[i]
+        del stack[i:]
+        emu.mask[w] = entry[2] & ~emu.exited[w]
+        emu.pc[w] = entry[1]
+        stack.extend(entry[3] if len(entry) > 3 else [])
+        return
+    body, go_on = _block(emu, ins)
+    for p in waiting:
+        other, _ = _block(emu, emu.program.instructions[p["pc"]])
+        if [i.text for i in other] != [i.text for i in body]:
+            raise NotImplementedError(
+                f"warp {w}: the lanes of member mask {members:#010x} wait at blocks of different instructions "
+                f"({'; '.join(i.text for i in body)} | {'; '.join(i.text for i in other)})")
+    path = emu.mask[w].copy()
+    merged = path.copy()
+    for p in waiting:
+        merged |= p["mask"]
+    emu.mask[w] = merged & ~emu.exited[w]
+    wid = np.array([w])
+    for b in body:
+        if emu._step(b.index, Batch(emu, wid)):
+            raise NotImplementedError(f"control flow inside a WARPSYNC.COLLECTIVE block: {b.text}")
+    emu.mask[w] = path
+    emu.pc[w] = go_on
+    for p in sorted(waiting, key=lambda p: -p["depth"]):
+        if p["depth"] > len(stack):
+            raise NotImplementedError(f"warp {w}: a path left its convergence point while lanes waited "
+                                      "at a warp-synchronous operation")
+        stack.insert(p["depth"], ("div", _block(emu, emu.program.instructions[p["pc"]])[1], p["mask"], p["seg"]))
+        parked.remove(p)
 
 
 @control_op("SYNC", "BSYNC")
@@ -232,13 +301,33 @@ def sync_lanes(emu, ins, wids, taken):
             emu.mask[w] = mask & ~taken[k]
             emu.pc[w] = ins.index + 1
             continue
-        stack = emu.stacks[w]
-        kind, pc, merged = stack.pop() if stack else ("sync", ins.index + 1, mask)
+        kind, pc, merged = pop_entry(emu, w) if emu.stacks[w] else ("sync", ins.index + 1, mask)
         merged = merged & ~emu.exited[w]
         emu.mask[w] = merged
         emu.pc[w] = pc
         if not merged.any():
             emu.resume_pending(w)
+
+
+def pop_entry(emu, w: int) -> tuple:
+    """Pop warp w's top stack entry as (kind, pc, mask). A pending path that parked at a WARPSYNC
+    carries the entries it had pushed itself: they go back on the stack. Popping below the place of
+    a path still parked at a WARPSYNC would leave its lanes behind (error)."""
+    stack = emu.stacks[w]
+    parked = emu.parked[w]
+    if parked and len(stack) <= min(p["depth"] for p in parked):
+        p = parked[0]
+        raise NotImplementedError(
+            f"warp {w}: lanes {pack_lanes_1(p['mask']):#010x} wait at a warp-synchronous operation "
+            f"(member mask {p['members']:#010x}) that the warp's other lanes leave without reaching")
+    entry = stack.pop()
+    stack.extend(entry[3] if len(entry) > 3 else [])
+    return entry[:3]
+
+
+def pack_lanes_1(lanes: np.ndarray) -> int:
+    """One warp's 32 lane booleans as a bit mask, lane i at bit i."""
+    return int(np.packbits(lanes, bitorder="little").view(np.uint32)[0])
 
 
 @control_op("BRK")
@@ -256,7 +345,7 @@ def brk(ex):
             stack = emu.stacks[w]
             while stack and stack[-1][0] == "div":
                 stack.pop()
-            kind, pc, mask = stack.pop()
+            kind, pc, mask = pop_entry(emu, w)
             emu.mask[w] = mask & ~emu.exited[w]
             emu.pc[w] = pc
     return True

@@ -152,6 +152,7 @@ class Emulator:
         self.done = ~self.mask.any(axis=1)
         self.waiting = np.zeros(n_warps, dtype=bool)
         self.stacks: list[list] = [[] for _ in range(n_warps)]
+        self.parked: list[list] = [[] for _ in range(n_warps)]  # per warp: paths waiting at a WARPSYNC (control.py)
         self.barriers: list[dict] = [{} for _ in range(n_warps)]  # per warp: BSSY barrier -> its entry's lanes
         self.bar_regs: dict = {}
         self.lane_tid = np.tile(tid, len(self.ctas))
@@ -486,9 +487,11 @@ class Emulator:
 
     def resume_pending(self, w: int) -> None:
         """The current path of warp w is finished: continue with the next pending path on its stack."""
+        from gpusim.emu.control import pop_entry
+
         stack = self.stacks[w]
         while stack:
-            kind, pc, mask = stack.pop()
+            kind, pc, mask = pop_entry(self, w)
             mask = mask & ~self.exited[w]
             if mask.any():
                 self.mask[w] = mask

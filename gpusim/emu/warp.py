@@ -4,7 +4,7 @@ scans that go with them (FLO, BREV and their uniform forms).
 A warp's lanes exchange values here, so every handler works on the batch as (warps, 32). The lanes
 that take part are the executing ones (`ex.active`: the warp's path and the guard): the SASS forms
 carry no member mask, the compiler has made the path equal to it (a partial mask goes through
-BRA.DIV and WARPSYNC.COLLECTIVE, control.py). Semantics: PTX ISA, shfl.sync, vote.sync, match.sync,
+BRA.DIV and WARPSYNC.COLLECTIVE, control.py, which brings member lanes of other paths onto it). Semantics: PTX ISA, shfl.sync, vote.sync, match.sync,
 redux.sync, bfind, brev; checked bit for bit against the H100 [difftest2 golden: d2_shfl, d2_vote].
 """
 

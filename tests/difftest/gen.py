@@ -136,24 +136,31 @@ def source() -> str:
     return "".join(parts)
 
 
-def main() -> int:
+def build(source: Path, cubin: Path, listing: Path, cubin_hash: Path, kernels, title: str) -> None:
+    """Compile `source` for sm_90 into `cubin`, write its listing (nvdisasm -hex, with a header naming
+    `title` and the tool versions) and the cubin's sha256; stop if a kernel is missing. Both
+    difftest families build this way (gen2.py calls it)."""
     from gpusim.toolchain.compile import NVCC_FLAGS, _version, toolchain
 
-    SOURCE.write_text(source())
     tools = toolchain("sm_90")
-    CUBIN.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([tools["nvcc"], "-arch=sm_90", *NVCC_FLAGS, "-o", str(CUBIN), str(SOURCE)], check=True)
-    listing = subprocess.run([tools["nvdisasm"], "-hex", str(CUBIN)], check=True, capture_output=True,
-                             text=True).stdout
-    header = (f"// gpusim SASS listing: difftest kernels (tests/difftest/gen.py), sm_90\n"
+    cubin.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run([tools["nvcc"], "-arch=sm_90", *NVCC_FLAGS, "-o", str(cubin), str(source)], check=True)
+    text = subprocess.run([tools["nvdisasm"], "-hex", str(cubin)], check=True, capture_output=True,
+                          text=True).stdout
+    header = (f"// gpusim SASS listing: {title}, sm_90\n"
               f"// nvcc {_version(tools['nvcc'])} flags: -arch=sm_90 {' '.join(NVCC_FLAGS)}; "
               f"nvdisasm {_version(tools['nvdisasm'])} -hex\n")
-    LISTING.write_text(header + listing)
-    CUBIN_HASH.write_text(hashlib.sha256(CUBIN.read_bytes()).hexdigest() + "\n")
-    missing = [k for k in KERNELS if f".text.{k}:" not in listing]
+    listing.write_text(header + text)
+    cubin_hash.write_text(hashlib.sha256(cubin.read_bytes()).hexdigest() + "\n")
+    missing = [k for k in kernels if f".text.{k}:" not in text]
     if missing:
         raise SystemExit(f"kernels missing from the cubin: {missing}")
-    print(f"{CUBIN} ({CUBIN.stat().st_size} bytes), {LISTING} ({LISTING.stat().st_size} bytes)")
+    print(f"{cubin} ({cubin.stat().st_size} bytes), {listing} ({listing.stat().st_size} bytes)")
+
+
+def main() -> int:
+    SOURCE.write_text(source())
+    build(SOURCE, CUBIN, LISTING, CUBIN_HASH, KERNELS, "difftest kernels (tests/difftest/gen.py)")
     return 0
 
 

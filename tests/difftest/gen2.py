@@ -17,8 +17,6 @@ uint64 words, O is n * K + TAIL words set to o_init() before each launch (the wh
 
 from __future__ import annotations
 
-import hashlib
-import subprocess
 import sys
 from pathlib import Path
 
@@ -82,22 +80,10 @@ def o_init() -> list[int]:
 
 
 def main() -> int:
-    from gpusim.toolchain.compile import NVCC_FLAGS, _version, toolchain
+    from gen import build
 
-    tools = toolchain("sm_90")
-    CUBIN.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([tools["nvcc"], "-arch=sm_90", *NVCC_FLAGS, "-o", str(CUBIN), str(SOURCE)], check=True)
-    listing = subprocess.run([tools["nvdisasm"], "-hex", str(CUBIN)], check=True, capture_output=True,
-                             text=True).stdout
-    header = (f"// gpusim SASS listing: difftest kernels, family 2 (tests/difftest/difftest2.cu, gen2.py), sm_90\n"
-              f"// nvcc {_version(tools['nvcc'])} flags: -arch=sm_90 {' '.join(NVCC_FLAGS)}; "
-              f"nvdisasm {_version(tools['nvdisasm'])} -hex\n")
-    LISTING.write_text(header + listing)
-    CUBIN_HASH.write_text(hashlib.sha256(CUBIN.read_bytes()).hexdigest() + "\n")
-    missing = [k for k in KERNELS if f".text.{k}:" not in listing]
-    if missing:
-        raise SystemExit(f"kernels missing from the cubin: {missing}")
-    print(f"{CUBIN} ({CUBIN.stat().st_size} bytes), {LISTING} ({LISTING.stat().st_size} bytes)")
+    build(SOURCE, CUBIN, LISTING, CUBIN_HASH, KERNELS,
+          "difftest kernels, family 2 (tests/difftest/difftest2.cu, gen2.py)")
     return 0
 
 

@@ -16,18 +16,25 @@ import gen  # noqa: E402
 GOLDEN = Path(__file__).parent / "golden" / "difftest_sm_90.npz"
 
 
-def main(run_dir: str) -> int:
-    run = Path(run_dir)
+def checked_run(run: Path, family) -> tuple[str, dict]:
+    """(device.txt, inputs) of a GPU run of a difftest family (the module gen or gen2), refusing a
+    run of another cubin, of other inputs, or one whose two launches of a kernel differed."""
     device = (run / "device.txt").read_text()
-    want = gen.CUBIN_HASH.read_text().strip()
+    want = family.CUBIN_HASH.read_text().strip()
     if f"cubin sha256 {want}" not in device:
         raise SystemExit(f"{run}/device.txt: not a run of the committed cubin (sha256 {want})")
-    inputs = gen.inputs()
-    if (run / "inputs.bin").read_bytes() != b"".join(struct.pack(f"<{gen.N}Q", *inputs[x]) for x in "ABC"):
-        raise SystemExit(f"{run}/inputs.bin: not gen.inputs()")
+    inputs = family.inputs()
+    if (run / "inputs.bin").read_bytes() != b"".join(struct.pack(f"<{family.N}Q", *inputs[x]) for x in "ABC"):
+        raise SystemExit(f"{run}/inputs.bin: not {family.__name__}.inputs()")
     repeat = (run / "repeat.txt").read_text().split()
     if repeat:
         raise SystemExit(f"outputs that differ between two launches (not deterministic): {', '.join(repeat)}")
+    return device, inputs
+
+
+def main(run_dir: str) -> int:
+    run = Path(run_dir)
+    device, inputs = checked_run(run, gen)
     arrays = {x: np.array(inputs[x], np.uint64) for x in "ABC"}
     for name in gen.KERNELS:
         arrays[name] = np.frombuffer((run / f"{name}.bin").read_bytes(), "<u8").astype(np.uint64).reshape(gen.N, gen.K)

@@ -5,7 +5,6 @@ load() puts them back together).
 Refuses a run of another cubin, other inputs, or one whose two launches of a kernel differed.
     python tests/difftest/pack2.py RUN_DIR"""
 
-import struct
 import sys
 from pathlib import Path
 
@@ -27,17 +26,10 @@ def load(path=GOLDEN) -> dict:
 
 
 def main(run_dir: str) -> int:
+    from pack import checked_run
+
     run = Path(run_dir)
-    device = (run / "device.txt").read_text()
-    want = gen2.CUBIN_HASH.read_text().strip()
-    if f"cubin sha256 {want}" not in device:
-        raise SystemExit(f"{run}/device.txt: not a run of the committed cubin (sha256 {want})")
-    inputs = gen2.inputs()
-    if (run / "inputs.bin").read_bytes() != b"".join(struct.pack(f"<{gen2.N}Q", *inputs[x]) for x in "ABC"):
-        raise SystemExit(f"{run}/inputs.bin: not gen2.inputs()")
-    repeat = (run / "repeat.txt").read_text().split()
-    if repeat:
-        raise SystemExit(f"outputs that differ between two launches (not deterministic): {', '.join(repeat)}")
+    device, inputs = checked_run(run, gen2)
     arrays = {x: np.array(inputs[x], np.uint64) for x in "ABC"}
     arrays["O0"] = np.array(gen2.o_init(), np.uint64)
     arrays["params"] = np.array(gen2.PARAMS, np.int32)

@@ -202,7 +202,7 @@ def m_stg(b: Bench) -> dict:
 
 def m_stg_scatter(b: Bench) -> dict:
     """Stores whose 32 lanes write 4 bytes each, 1..32 lines and partial sectors apart (a transpose's
-    column writes): the rate per SM, and (with --ncu) the DRAM bytes of the 2 GB window."""
+    column writes): the rate per SM (no Nsight profile of this group yet)."""
     cp, np = b.cp, b.np
     res = {"method": f"stg_scatter32: lane l stores 4 B at p + l*stride, {U} stores 4 KB apart per iteration, the "
                      "window moving on per iteration and wrapping inside `mask`+1 bytes (4 MB: L2-resident; 2 GB: "

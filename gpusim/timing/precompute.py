@@ -138,12 +138,12 @@ def shared_wavefronts(addresses, access_bytes, exec_mask, banks: int = 32, bank_
     addresses = np.asarray(addresses, dtype=np.uint64)
     access_bytes = np.asarray(access_bytes).astype(np.int64)
     exec_mask = np.asarray(exec_mask, dtype=np.uint32)
+    lanes = _lane_bits(exec_mask)
     if _dedupe and len(addresses) > 64:
         # The rule is unchanged when all of an access's addresses move by a whole number of bank
         # rows (banks x width x row words): GEMM loops repeat a few patterns thousands of times, so
         # each distinct pattern is worked out once
         step = np.uint64(banks * bank_width_bytes * bank_row_words)
-        lanes = _lane_bits(exec_mask)
         big = np.iinfo(np.uint64).max
         base = np.where(lanes, addresses, big).min(axis=1)
         base = np.where(base == big, 0, base) // step * step
@@ -161,7 +161,6 @@ def shared_wavefronts(addresses, access_bytes, exec_mask, banks: int = 32, bank_
                                     phase_bytes, bank_row_words, pack_uniform_pairs, return_ideal=True, _dedupe=False)
             wavefronts, ideal = out[0][inverse], out[1][inverse]
             return (wavefronts, ideal) if return_ideal else wavefronts
-    lanes = _lane_bits(exec_mask)
     n = len(addresses)
     phase_bytes = phase_bytes or banks * bank_width_bytes
     lanes_per_phase = np.minimum(32, np.maximum(1, phase_bytes // np.maximum(access_bytes, 1)))

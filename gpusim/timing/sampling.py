@@ -83,7 +83,6 @@ class Sampler:
         self.min_window, self.max_window = min_window, max_window
         self.next_check = min_window
         self.rates: list[float] = []
-        self.span = converge  # windows the extrapolated rate is measured over (see `_spread`)
         self.marks: list = []  # snapshots at the ends of the windows of `rates` (and the one before)
         self.snapshot = None
         self.extrapolated_cycles = 0.0
@@ -156,44 +155,43 @@ class Sampler:
         # 1024), and a window sized from it alone (the 200k-cycle cap) outlasted the whole CTA, so
         # the loop was never fast-forwarded
         self.window = min(self.max_window, 2 * self.window, max(self.min_window, self.window_iterations / rate))
-        if self._spread() > self.tolerance:
+        spread, span = self._spread()
+        if spread > self.tolerance:
             return
-        self._fast_forward(sm, warps, its, now, now - t0, rows0)
+        self._fast_forward(sm, warps, its, now, now - t0, rows0, spread, span)
 
-    def _spread(self) -> float:
-        """Relative spread of the last `converge` window rates; sets `span`, the windows the
-        extrapolated rate is measured over. Rates of a double-buffered loop can alternate: 2.62,
+    def _spread(self) -> tuple[float, int]:
+        """(relative spread of the last `converge` window rates, the windows the extrapolated rate is
+        then measured over). Rates of a double-buffered loop can alternate: 2.62,
         2.44, 2.59, 2.47, ... iterations per 10^4 cycles (dgemm_unroll_db h100 1024, 8-iteration
         windows) never came within 3% of each other until 70% of the loop was simulated. So once
         3 x `converge` windows have not agreed, the rates compared are the means of two consecutive
         windows (those agree within 0.5% there), measured over `converge` + 1 windows."""
-        self.span = self.converge
         recent = self.rates[-self.converge:]
         if len(recent) < self.converge:
-            return float("inf")
+            return float("inf"), self.converge
         single = (max(recent) - min(recent)) / float(np.mean(recent))
         if single <= self.tolerance or len(self.rates) < 3 * self.converge:
-            return single
+            return single, self.converge
         recent = self.rates[-self.converge - 1:]
         pairs = [(a + b) / 2 for a, b in zip(recent, recent[1:])]
-        self.span = self.converge + 1
-        return (max(pairs) - min(pairs)) / float(np.mean(pairs))
+        return (max(pairs) - min(pairs)) / float(np.mean(pairs)), self.converge + 1
 
-    def _cta_rates(self, warps, now: float) -> dict:
+    def _cta_rates(self, warps, now: float, span: int) -> dict:
         """Iterations per cycle of each resident CTA over the converged windows: the mean of its
         warps' progress (a CTA's warps meet at its barriers, so they move together)."""
-        t_then, prog_then = self.marks[-self.span - 1][:2]
+        t_then, prog_then = self.marks[-span - 1][:2]
         prog_now = self.marks[-1][1]
         per_cta: dict = {}
         for w in warps:
             per_cta.setdefault(w.cta, []).append((prog_now[w.gid] - prog_then[w.gid]) / (now - t_then))
         return {cta: float(np.mean(r)) for cta, r in per_cta.items()}
 
-    def _fast_forward(self, sm, warps, its, now: float, window: float, rows0) -> None:
+    def _fast_forward(self, sm, warps, its, now: float, window: float, rows0, spread: float, windows: int) -> None:
         """Move the clock on by `span` cycles, the time the first CTA needs to get `margin`
         iterations short of its loop exit, and every CTA by the whole iterations it completes in
         that time at its own rate."""
-        rates = self._cta_rates(warps, now)
+        rates = self._cta_rates(warps, now, windows)
         room: dict = {}
         for w in warps:
             r = self.loop(w).total() - self.margin - its[w.gid] - 1
@@ -218,7 +216,7 @@ class Sampler:
         self.extrapolated_cycles += span
         self.extrapolated_instructions += skipped
         self.fast_forwards += 1
-        self.spreads.append((span, self._spread()))
+        self.spreads.append((span, spread))
         self.rates, self.marks = [], []
         self.snapshot = None
 

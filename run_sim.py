@@ -58,9 +58,9 @@ def measured_time(name: str, card: str, n: int) -> tuple[float | None, str]:
     return None, ""
 
 
-def simulate(name: str, card: str, n: int, cache: Path, figure: tuple[int, int, Path]) -> tuple[str, dict]:
-    """The result's JSON (from the cache or simulated) and its report figures, rendered here, in the
-    worker, while the other jobs still run: figure = (its index in the report, results, report folder)."""
+def simulate(name: str, card: str, n: int, cache: Path, figure: tuple[int, int, Path]) -> tuple[SimResult, dict]:
+    """The result (from the cache or simulated) and its report figures, rendered here, in the worker,
+    while the other jobs still run: figure = (its index in the report, results, report folder)."""
     from gpusim.timing.driver import run_workload
     from gpusim.viz.report import figure_files
 
@@ -71,9 +71,9 @@ def simulate(name: str, card: str, n: int, cache: Path, figure: tuple[int, int, 
         tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")  # whole or absent, even if interrupted
         tmp.write_text(text)
         os.replace(tmp, cache)
+    result = SimResult.model_validate_json(text)
     i, total, report_dir = figure
-    files = figure_files(i, SimResult.model_validate_json(text), total, report_dir)
-    return text, files
+    return result, figure_files(i, result, total, report_dir)
 
 
 def code_version() -> str:
@@ -112,8 +112,7 @@ def main(argv=None) -> int:
                                    (jobs.index((n, c, s)), len(jobs), out / "report")): (n, c, s) for n, c, s in start}
             figures: dict[tuple, dict] = {}
             for fut in as_completed(futures):
-                text, figures[futures[fut]] = fut.result()
-                results[futures[fut]] = SimResult.model_validate_json(text)
+                results[futures[fut]], figures[futures[fut]] = fut.result()
                 progress.advance(task)
         rows = []
         for key in jobs:

@@ -21,6 +21,9 @@ from gpusim.trace.elide import distinct_sectors
 class GPU:
     cta_launch_cycles = 0  # CTA launch overhead is not modelled
     sampler_options: dict = {}  # keyword arguments for sampled mode's Sampler (benchmarks vary them)
+    # detailed mode without a timeline runs on the compiled engine (gpusim/timing/compiled), the same
+    # model to the last bit; "objects" runs the object model (sm.py, mem/) it mirrors
+    engine = "compiled"
 
     def __init__(self, program, trace, cfg, honour_control_codes: bool | None = None, window=None,
                  mode: str = "detailed", footprint_bytes: int | None = None):
@@ -194,9 +197,14 @@ class GPU:
         ctas = list(h["ctas"])
         if self.mode == "sampled":
             return self._run_sampled(ctas, occ, workload, size)
-        memory = MemorySystem(cfg, cfg.clock_mhz)
-        self._warm(memory)
-        used = self._simulate([SM(i, self, L1(cfg, memory)) for i in range(cfg.sm_count)], ctas, occ)
+        if self.engine == "compiled" and self.window is None:
+            from gpusim.timing.compiled.engine import run as run_compiled
+
+            used, memory = run_compiled(self, occ, ctas)
+        else:
+            memory = MemorySystem(cfg, cfg.clock_mhz)
+            self._warm(memory)
+            used = self._simulate([SM(i, self, L1(cfg, memory)) for i in range(cfg.sm_count)], ctas, occ)
         return self._result(used, memory, occ, len(ctas), workload, size)
 
     def _warm(self, memory: MemorySystem, share: float = 1.0) -> bool:

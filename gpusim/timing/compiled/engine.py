@@ -1,0 +1,290 @@
+"""Detailed mode on the compiled engine: the state arrays built from a `GPU`, the event order of
+`GPU._simulate` (simpy's), and results in the shape `GPU._result` reads.
+
+`GPU._simulate` runs one simpy process per SM; an SM runs ahead by `SM.QUANTUM` cycles and then
+yields, and simpy resumes the processes in order of (time, priority, scheduling order). The
+compiled loop (`simulate`) keeps the same order with a heap of (time, priority, sequence, SM), so
+that the SMs meet L2, DRAM and the grid's CTA queue in the same order as in the object model.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import namedtuple
+from types import SimpleNamespace
+
+import numpy as np
+from numba import njit, types
+from numba.extending import intrinsic
+
+from gpusim.errors import GpusimError
+from gpusim.timing import stalls as S
+from gpusim.timing.compiled import lru as L
+from gpusim.timing.compiled import sm as C
+from gpusim.timing.mem import L1, MemorySystem
+from gpusim.timing.sm import SM
+
+SB_CAPACITY = 32  # pending releases kept per scoreboard (see sm.sb_push)
+MISS_CAPACITY = 64  # outstanding L1 misses kept per warp (the per-warp byte limit keeps them far fewer)
+DEPENDENCY_IDS = 384  # register scoreboard ids: R 0-255, P 256+, UR 300+, UP 370+ (static._ids)
+
+CONFIG = np.dtype([("control_mode", "?"), ("dual", "i8"), ("policy", "i8"), ("two_level_n", "i8"),
+                   ("smem_latency", "f8"), ("mio_read", "f8"), ("lsu_read", "f8"), ("const_latency", "f8"),
+                   ("branch_latency", "f8"), ("watchdog", "f8"), ("quantum", "f8"), ("n_sp", "i8"),
+                   ("warps_per_cta", "i8"), ("ctas_per_sm", "i8"), ("cta_launch_cycles", "f8")])
+MEMORY = np.dtype([("sector_bytes", "i8"), ("l2_latency", "f8"), ("l2_bpc", "f8"), ("write_cost", "f8"),
+                   ("line_sectors", "f8"), ("sectors_per_line", "i8"), ("dram_bpc", "f8"), ("dram_latency", "f8"),
+                   ("l1_latency", "f8"), ("caches_loads", "?"), ("miss_limit", "i8"),
+                   ("l2q_free", "f8"), ("dram_free", "f8"), ("l2_queue_bytes", "f8"), ("l2_bytes", "i8"),
+                   ("dram_read", "i8"), ("dram_write", "i8")])
+WARP = np.dtype([("gid", "i8"), ("cta", "i8"), ("sp", "i8"), ("pos", "i8"), ("end", "i8"), ("ready_at", "f8"),
+                 ("reason", "i8"), ("since", "f8"), ("done", "?"), ("at_barrier", "?")])
+CTA = np.dtype([("cid", "i8"), ("live", "i8"), ("arrived", "i8"), ("launched", "f8"), ("used", "?")])
+SUB_PARTITION = np.dtype([("dispatch_free", "f8"), ("last", "i8"), ("wake", "f8"), ("dirty", "?"), ("nw", "i8")])
+SM_STATE = np.dtype([("now", "f8"), ("last_progress", "f8"), ("issued", "i8"), ("changed", "?"), ("finish", "f8"),
+                     ("last_done", "f8"), ("smem_wavefronts", "i8"), ("age", "i8"), ("n_warps", "i8"),
+                     ("started", "?"), ("ran", "?")])
+QUEUE = np.dtype([("depth", "i8"), ("rate", "f8"), ("free", "f8"), ("head", "i8"), ("n", "i8")])
+STAGE = np.dtype([("rate", "f8"), ("free", "f8")])
+
+State = namedtuple("State", [
+    "cfg", "mem", "w", "cta", "sp", "sm", "q", "q_buf", "stage",
+    # the trace: per record, and global accesses' sectors
+    "pcs", "mem_rows", "regc", "wavef", "glines", "warp_start", "sector_start", "sector_list",
+    # per static instruction (static.IssueFacts)
+    "kind", "pipe", "occupancy", "latency", "stall", "wbar", "rbar", "writes", "readonly", "warp_bytes",
+    "result_reason", "is_mem", "queue", "busy_reason", "operand_wait", "wait_mask", "depbar_b", "depbar_k",
+    "pairs", "second_ok", "deps_start", "deps_ids", "dsts_start", "dsts_ids",
+    # per sub-partition, SM, warp slot
+    "sp_pipes", "sp_busy", "sp_warps", "stalls", "sb_rel", "sb_long", "sb_n", "rr_t", "rr_r", "miss_t", "miss_b",
+    "miss_n",
+    # caches
+    "l1_slots", "l1_links", "l1_keys", "l1_vals", "l1_meta", "l1_free", "l1_counts", "l2", "l2_counts", "dirty",
+    # the grid's CTA queue (glob[0]: the next to hand out) and scratch space
+    "cta_queue", "glob", "order_buf", "scratch_sectors", "scratch_pend"])
+
+
+def _ragged(lists):
+    starts = np.zeros(len(lists) + 1, dtype=np.int64)
+    starts[1:] = np.cumsum([len(x) for x in lists])
+    ids = np.fromiter((i for x in lists for i in x), dtype=np.int64, count=int(starts[-1]))
+    return starts, ids
+
+
+def _lru_from(od, capacity: int):
+    """An LRU holding the entries of OrderedDict `od` in its order (values: fill cycles or None)."""
+    lru = L.new_lru(capacity)
+    for key, val in od.items():
+        _insert(lru, key, 0.0 if val is None else float(val))
+    return lru
+
+
+@njit(cache=True)
+def _insert(lru, key, val):
+    L.insert(lru, key, val)
+
+
+def build(gpu, occ, ctas) -> State:
+    """The engine's state for running `ctas` of `gpu`'s trace on all its SMs, `occ.ctas_per_sm` at a time."""
+    cfg, facts, static = gpu.cfg, gpu.issue_facts, gpu.static
+    n_sm, n_sp = cfg.sm_count, cfg.sm.sub_partitions
+    sched = cfg.sm.scheduler
+    c = np.zeros(1, dtype=CONFIG)
+    c[0] = (gpu.control_mode, {"none": C.DUAL_NONE, "control_codes": C.DUAL_CONTROL, "kepler": C.DUAL_KEPLER}[sched.dual_issue],
+            {"gto": C.GTO, "lrr": C.LRR, "two_level": C.TWO_LEVEL}[sched.policy], sched.two_level_active_warps,
+            cfg.sm.shared_memory.latency_cycles, cfg.sm.mio_register_read_cycles, cfg.sm.lsu_register_read_cycles,
+            cfg.memory.constant_latency_cycles, sched.branch_latency_cycles, cfg.watchdog_cycles, SM.QUANTUM, n_sp,
+            gpu.warps_per_cta, occ.ctas_per_sm, gpu.cta_launch_cycles)
+    # the memory path's parameters, derived as the object model derives them (and a warm L2 as it fills it)
+    memory = MemorySystem(cfg, cfg.clock_mhz)
+    gpu._warm(memory)
+    l1 = L1(cfg, memory)
+    mem = np.zeros(1, dtype=MEMORY)
+    mem[0] = (memory.sector_bytes, memory.l2_latency, memory.l2_queue.bytes_per_cycle, memory.write_cost,
+              memory.line_sectors or 0.0, memory.sectors_per_line, memory.dram.queue.bytes_per_cycle, memory.dram.latency,
+              l1.latency, l1.caches_loads, -1 if l1.miss_limit is None else l1.miss_limit, 0, 0, 0, 0, 0, 0)
+    # per static instruction
+    ex = facts.execute
+    col = lambda i, dt: np.array([e[i] for e in ex], dtype=dt)  # noqa: E731
+    deps_start, deps_ids = _ragged(facts.deps)
+    dsts_start, dsts_ids = _ragged([s.dsts for s in static])
+    # the trace
+    rec = gpu.trace.records
+    if gpu._sector_start is None:
+        gpu._global_sectors()
+    sector_start = np.asarray(gpu._sector_start, dtype=np.int64)
+    sector_list = np.asarray(gpu._sector_list, dtype=np.int64)
+    max_sectors = int(np.diff(sector_start).max()) if len(sector_start) > 1 else 1
+    # queues: depth, rate (-1: none)
+    n_sps = n_sm * n_sp
+    q = np.zeros(n_sps * 2, dtype=QUEUE)
+    for kind, depth, rate in ((0, cfg.sm.mio_queue_depth, cfg.sm.mio_sub_partition_rate),
+                              (1, cfg.sm.lsu_queue_depth, cfg.sm.lsu_sub_partition_rate)):
+        q["depth"][kind::2] = depth
+        q["rate"][kind::2] = -1.0 if rate is None else rate
+    stage = np.zeros(n_sm * 2, dtype=STAGE)
+    stage["rate"][0::2] = cfg.sm.shared_memory.wavefronts_per_cycle
+    stage["rate"][1::2] = cfg.memory.l1.lines_per_cycle
+    slots = n_sm * occ.ctas_per_sm * gpu.warps_per_cta
+    sp = np.zeros(n_sps, dtype=SUB_PARTITION)
+    sp["last"] = -1
+    n_pc, n_pipes = len(static), len(facts.pipe_names)
+    l1_cap = l1.cache.capacity
+    node = l1_cap + 2
+    scoreboard_slots = 1 if gpu.control_mode else slots
+    return State(
+        cfg=c, mem=mem, w=np.zeros(slots, dtype=WARP), cta=np.zeros(n_sm * occ.ctas_per_sm, dtype=CTA), sp=sp,
+        sm=np.zeros(n_sm, dtype=SM_STATE), q=q, q_buf=np.zeros((n_sps * 2, max(cfg.sm.mio_queue_depth,
+                                                                             cfg.sm.lsu_queue_depth) + 2)),
+        stage=stage,
+        pcs=rec["pc_index"].astype(np.int64), mem_rows=rec["mem_row"].astype(np.int64),
+        regc=np.asarray(gpu.cols["reg_conflict_cycles"], dtype=np.float64),
+        wavef=np.asarray(gpu.cols["smem_wavefronts"], dtype=np.int64),
+        glines=np.asarray(gpu.cols["glines"], dtype=np.int64), warp_start=np.asarray(gpu._warp_start, dtype=np.int64),
+        sector_start=sector_start, sector_list=sector_list,
+        kind=col(0, np.int64), pipe=col(1, np.int64), occupancy=col(2, np.float64), latency=col(3, np.float64),
+        stall=col(4, np.float64), wbar=np.array([-1 if e[5] is None else e[5] for e in ex], dtype=np.int64),
+        rbar=np.array([-1 if e[6] is None else e[6] for e in ex], dtype=np.int64), writes=col(7, np.bool_),
+        readonly=col(8, np.bool_), warp_bytes=np.array([s.warp_bytes for s in static], dtype=np.int64),
+        result_reason=col(10, np.int64), is_mem=col(11, np.bool_),
+        queue=np.array([a[1] for a in facts.attempt], dtype=np.int64),
+        busy_reason=np.array([a[2] for a in facts.attempt], dtype=np.int64),
+        operand_wait=np.array(facts.operand_wait, dtype=np.bool_),
+        wait_mask=np.array([s.wait_mask for s in static], dtype=np.int64),
+        depbar_b=np.array([-1 if d is None else d[0] for d in facts.depbars], dtype=np.int64),
+        depbar_k=np.array([0 if d is None else d[1] for d in facts.depbars], dtype=np.int64),
+        pairs=np.array(facts.pairs, dtype=np.bool_), second_ok=np.array(facts.second_ok, dtype=np.bool_),
+        deps_start=deps_start, deps_ids=deps_ids, dsts_start=dsts_start, dsts_ids=dsts_ids,
+        sp_pipes=np.zeros((n_sps, n_pipes)), sp_busy=np.zeros((n_sps, n_pipes)),
+        sp_warps=np.zeros((n_sps, occ.ctas_per_sm * gpu.warps_per_cta), dtype=np.int64),
+        stalls=np.zeros((n_sm, len(S.REASONS), n_pc)),
+        sb_rel=np.zeros((slots, 8, SB_CAPACITY)), sb_long=np.zeros((slots, 8, SB_CAPACITY), dtype=np.bool_),
+        sb_n=np.zeros((slots, 8), dtype=np.int64),
+        rr_t=np.full((scoreboard_slots, DEPENDENCY_IDS), -np.inf), rr_r=np.zeros((scoreboard_slots, DEPENDENCY_IDS),
+                                                                                 dtype=np.int64),
+        miss_t=np.zeros((slots, MISS_CAPACITY)), miss_b=np.zeros((slots, MISS_CAPACITY), dtype=np.int64),
+        miss_n=np.zeros(slots, dtype=np.int64),
+        l1_slots=np.zeros((n_sm, 1 << L.table_bits(l1_cap), 2), dtype=np.int64),
+        l1_links=np.zeros((n_sm, node, 2), dtype=np.int64), l1_keys=np.zeros((n_sm, node), dtype=np.int64),
+        l1_vals=np.zeros((n_sm, node)),
+        l1_meta=np.tile(np.array([0, l1_cap, 0, L.table_bits(l1_cap)], dtype=np.int64), (n_sm, 1)),
+        l1_free=np.zeros((n_sm, node + 1), dtype=np.int64), l1_counts=np.zeros((n_sm, 2), dtype=np.int64),
+        l2=_lru_from(memory.l2.sectors, memory.l2.capacity), l2_counts=np.zeros(2, dtype=np.int64),
+        dirty=_lru_from(memory.dirty, memory.dirty_capacity),
+        cta_queue=np.asarray(ctas, dtype=np.int64), glob=np.zeros(1, dtype=np.int64),
+        order_buf=np.zeros(occ.ctas_per_sm * gpu.warps_per_cta, dtype=np.int64),
+        scratch_sectors=np.zeros(max(1, max_sectors), dtype=np.int64), scratch_pend=np.zeros(SB_CAPACITY))
+
+
+@intrinsic
+def _borrowed(typingctx, arr):
+    """`arr` without its reference count: the same data, shape and strides, no meminfo. numba counts
+    references to the arrays a compiled function gets from Python with atomic operations, at every
+    access through the state tuple, and its pruning pass does not remove them from a loop this
+    branchy: they took half of the engine's time. The arrays stay alive in the Python `State`."""
+    if not isinstance(arr, types.Array):
+        return None
+
+    def codegen(context, builder, sig, args):
+        src = context.make_array(arr)(context, builder, value=args[0])
+        dst = context.make_array(arr)(context, builder)
+        context.populate_array(dst, data=src.data, shape=src.shape, strides=src.strides, itemsize=src.itemsize,
+                               meminfo=None, parent=None)
+        return dst._getvalue()
+
+    return arr(arr), codegen
+
+
+@njit(cache=True)
+def _borrow_all(st):
+    """The state with every array `_borrowed` (the LRUs are tuples of arrays)."""
+    return State(
+        cfg=_borrowed(st.cfg), mem=_borrowed(st.mem), w=_borrowed(st.w), cta=_borrowed(st.cta),
+        sp=_borrowed(st.sp), sm=_borrowed(st.sm), q=_borrowed(st.q), q_buf=_borrowed(st.q_buf),
+        stage=_borrowed(st.stage), pcs=_borrowed(st.pcs), mem_rows=_borrowed(st.mem_rows),
+        regc=_borrowed(st.regc), wavef=_borrowed(st.wavef), glines=_borrowed(st.glines),
+        warp_start=_borrowed(st.warp_start), sector_start=_borrowed(st.sector_start),
+        sector_list=_borrowed(st.sector_list), kind=_borrowed(st.kind), pipe=_borrowed(st.pipe),
+        occupancy=_borrowed(st.occupancy), latency=_borrowed(st.latency), stall=_borrowed(st.stall),
+        wbar=_borrowed(st.wbar), rbar=_borrowed(st.rbar), writes=_borrowed(st.writes),
+        readonly=_borrowed(st.readonly), warp_bytes=_borrowed(st.warp_bytes),
+        result_reason=_borrowed(st.result_reason), is_mem=_borrowed(st.is_mem), queue=_borrowed(st.queue),
+        busy_reason=_borrowed(st.busy_reason), operand_wait=_borrowed(st.operand_wait),
+        wait_mask=_borrowed(st.wait_mask), depbar_b=_borrowed(st.depbar_b), depbar_k=_borrowed(st.depbar_k),
+        pairs=_borrowed(st.pairs), second_ok=_borrowed(st.second_ok), deps_start=_borrowed(st.deps_start),
+        deps_ids=_borrowed(st.deps_ids), dsts_start=_borrowed(st.dsts_start), dsts_ids=_borrowed(st.dsts_ids),
+        sp_pipes=_borrowed(st.sp_pipes), sp_busy=_borrowed(st.sp_busy), sp_warps=_borrowed(st.sp_warps),
+        stalls=_borrowed(st.stalls), sb_rel=_borrowed(st.sb_rel), sb_long=_borrowed(st.sb_long),
+        sb_n=_borrowed(st.sb_n), rr_t=_borrowed(st.rr_t), rr_r=_borrowed(st.rr_r),
+        miss_t=_borrowed(st.miss_t), miss_b=_borrowed(st.miss_b), miss_n=_borrowed(st.miss_n),
+        l1_slots=_borrowed(st.l1_slots), l1_links=_borrowed(st.l1_links), l1_keys=_borrowed(st.l1_keys),
+        l1_vals=_borrowed(st.l1_vals), l1_meta=_borrowed(st.l1_meta), l1_free=_borrowed(st.l1_free),
+        l1_counts=_borrowed(st.l1_counts), l2=(_borrowed(st.l2[0]), _borrowed(st.l2[1]), _borrowed(st.l2[2]),
+        _borrowed(st.l2[3]), _borrowed(st.l2[4]), _borrowed(st.l2[5])), l2_counts=_borrowed(st.l2_counts),
+        dirty=(_borrowed(st.dirty[0]), _borrowed(st.dirty[1]), _borrowed(st.dirty[2]), _borrowed(st.dirty[3]),
+        _borrowed(st.dirty[4]), _borrowed(st.dirty[5])), cta_queue=_borrowed(st.cta_queue),
+        glob=_borrowed(st.glob), order_buf=_borrowed(st.order_buf),
+        scratch_sectors=_borrowed(st.scratch_sectors), scratch_pend=_borrowed(st.scratch_pend))
+
+
+@njit(cache=True)
+def simulate(owned):
+    """`GPU._simulate`: fill the SMs round robin, `ctas_per_sm` rounds, then run the SMs that got
+    work in simpy's order until all are done. (status, SM): C.DONE, or the SM that stopped."""
+    st = _borrow_all(owned)
+    c = st.cfg[0]
+    n_sm = len(st.sm)
+    for _ in range(c.ctas_per_sm):
+        for m in range(n_sm):
+            cid = C.next_cta(st)
+            if cid >= 0 and C.launch(st, m, cid, 0.0) == 0:
+                C.free_cta(st, m, cid)
+                C.launch_next(st, m, 0.0)
+    heap = [(0.0, 0, 0, 0)]  # (time, priority: 0 a process's start, 1 a timeout; order scheduled, SM)
+    heap.pop()
+    seq = 0
+    for m in range(n_sm):
+        if st.sm[m].n_warps > 0 or st.sm[m].issued > 0:
+            st.sm[m].ran = True
+            heap.append((0.0, 0, seq, m))
+            seq += 1
+    while len(heap) > 0:
+        t, _, _, m = heapq.heappop(heap)
+        status = C.run(st, m, t)
+        if status == C.YIELD:
+            heapq.heappush(heap, (st.sm[m].now, 1, seq, m))
+            seq += 1
+        elif status != C.DONE:
+            return status, m
+    return C.DONE, -1
+
+
+def run(gpu, occ, ctas):
+    """Simulate `ctas` in detailed mode on the compiled engine: (SMs that ran, in the shape
+    `GPU._result` reads; the memory system's counters)."""
+    st = build(gpu, occ, ctas)
+    status, m = simulate(st)
+    used = np.flatnonzero(st.sm["ran"]).tolist()
+    cfg = gpu.cfg
+    if status == C.WATCHDOG:
+        raise GpusimError(f"watchdog: SM {m} made no progress for {cfg.watchdog_cycles} cycles at cycle "
+                          f"{st.sm[m]['now']:.0f} ({st.sm[m]['n_warps']} warps resident)")
+    if status == C.DEADLOCK:
+        raise GpusimError(f"deadlock: SM {m}: every resident warp waits at a barrier")
+    names = gpu.issue_facts.pipe_names
+    n_sp = cfg.sm.sub_partitions
+    sms = []
+    for m in used:
+        row = st.sm[m]
+        sps = [SimpleNamespace(pipe_busy={name: b for name, b in zip(names, st.sp_busy[m * n_sp + i].tolist()) if b})
+               for i in range(n_sp)]
+        cache = SimpleNamespace(hits=int(st.l1_counts[m, 0]), misses=int(st.l1_counts[m, 1]))
+        sms.append(SimpleNamespace(index=m, finish=float(row["finish"]), issued=int(row["issued"]),
+                                   stalls=SimpleNamespace(rows=st.stalls[m].tolist()), sps=sps,
+                                   l1=SimpleNamespace(cache=cache), smem_wavefronts=int(row["smem_wavefronts"]),
+                                   timeline=None))
+    mem = st.mem[0]
+    counters = {"l2_hits": int(st.l2_counts[0]), "l2_misses": int(st.l2_counts[1]), "l2_bytes": int(mem["l2_bytes"]),
+                "dram_read_bytes": int(mem["dram_read"]), "dram_write_bytes": int(mem["dram_write"]),
+                "dram_bytes": int(mem["dram_read"]) + int(mem["dram_write"])}
+    return sms, SimpleNamespace(counters=lambda: counters)

@@ -1,0 +1,193 @@
+"""Least-recently-used sets of sector addresses, as arrays a compiled function can keep.
+
+These are the `OrderedDict`s of mem/l2.py (`SectorCache`, the dirty list) with the same operations
+and the same order: a hash index from sector to node, and a doubly linked list of nodes from the
+least to the most recently used. One LRU is the tuple
+
+    (slots, links, keys, vals, meta, free)
+
+- slots: int64[2 ** bits, 2], an open-addressing hash table (linear probing): (sector + 1, node) per
+  slot, (0, _) when empty (so that zeroed memory is an empty table);
+- links: int64[nodes, 2], each node's (previous, next); node 0 is the list's head: its next is the
+  oldest entry, its previous the newest;
+- keys, vals: the sector of each node and its value (a sector's fill cycle; unused for the dirty list);
+- meta: int64[4]: entries, capacity, nodes handed out so far, bits of the hash table;
+- free: int64[nodes] (free[0]: how many are stacked), nodes given back by removals.
+
+The list holds `capacity` + 1 entries for a moment: an insertion comes before the eviction it causes,
+as in `OrderedDict` (`fill` then `popitem`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+NONE = -1  # "no sector" (a miss, nothing evicted); sectors are addresses / 32, never negative
+SIZE, CAPACITY, HANDED, BITS = 0, 1, 2, 3
+GOLDEN = np.uint64(11400714819323198485)  # 2^64 / golden ratio: Fibonacci hashing
+
+
+def table_bits(capacity: int) -> int:
+    """A table at most half full."""
+    return max(4, int(2 * (capacity + 2) - 1).bit_length())
+
+
+def new_lru(capacity: int):
+    """An empty LRU for `capacity` entries (arrays allocated zeroed: pages are touched only as used)."""
+    nodes = capacity + 2
+    bits = table_bits(capacity)
+    meta = np.array([0, capacity, 0, bits], dtype=np.int64)
+    return (np.zeros((1 << bits, 2), dtype=np.int64), np.zeros((nodes, 2), dtype=np.int64),
+            np.zeros(nodes, dtype=np.int64), np.zeros(nodes, dtype=np.float64), meta,
+            np.zeros(nodes + 1, dtype=np.int64))
+
+
+@njit(cache=True, inline="always")
+def _home(key, bits):
+    return np.int64((np.uint64(key) * GOLDEN) >> np.uint64(64 - bits))
+
+
+@njit(cache=True, inline="always")
+def _slot(lru, key):
+    """The hash slot holding `key`, or the empty slot where it would go."""
+    slots = lru[0]
+    mask = slots.shape[0] - 1
+    i = _home(key, lru[4][BITS])
+    while slots[i, 0] != 0 and slots[i, 0] != key + 1:
+        i = (i + 1) & mask
+    return i
+
+
+@njit(cache=True, inline="always")
+def _unindex(lru, key):
+    """Delete `key` from the hash table (backward-shift deletion: no tombstones)."""
+    slots = lru[0]
+    mask = slots.shape[0] - 1
+    bits = lru[4][BITS]
+    i = _slot(lru, key)
+    j = i
+    while True:
+        j = (j + 1) & mask
+        if slots[j, 0] == 0:
+            break
+        k = _home(slots[j, 0] - 1, bits)
+        # the entry at j may move to i unless its home lies cyclically in (i, j]
+        if (i <= j and (k <= i or k > j)) or (i > j and k <= i and k > j):
+            slots[i, 0] = slots[j, 0]
+            slots[i, 1] = slots[j, 1]
+            i = j
+    slots[i, 0] = 0
+    slots[i, 1] = 0
+
+
+@njit(cache=True, inline="always")
+def _unlink(links, n):
+    p, q = links[n, 0], links[n, 1]
+    links[p, 1] = q
+    links[q, 0] = p
+
+
+@njit(cache=True, inline="always")
+def _append(links, n):
+    """Make node n the newest (just before the head, at the list's end)."""
+    last = links[0, 0]
+    links[n, 0] = last
+    links[n, 1] = 0
+    links[last, 1] = n
+    links[0, 0] = n
+
+
+@njit(cache=True, inline="always")
+def find(lru, key):
+    """The node holding `key`, or 0."""
+    i = _slot(lru, key)
+    return lru[0][i, 1]
+
+
+@njit(cache=True, inline="always")
+def move_to_end(lru, n):
+    links = lru[1]
+    _unlink(links, n)
+    _append(links, n)
+
+
+@njit(cache=True, inline="always")
+def insert(lru, key, val):
+    """Add `key` as the newest entry (it must not be present); its node."""
+    slots, links, keys, vals, meta, free = lru
+    if free[0] > 0:
+        n = free[free[0]]
+        free[0] -= 1
+    else:
+        meta[HANDED] += 1
+        n = meta[HANDED]
+    keys[n] = key
+    vals[n] = val
+    _append(links, n)
+    i = _slot(lru, key)
+    slots[i, 0] = key + 1
+    slots[i, 1] = n
+    meta[SIZE] += 1
+    return n
+
+
+@njit(cache=True, inline="always")
+def remove(lru, n):
+    """Take node n out; its key."""
+    links, keys, meta, free = lru[1], lru[2], lru[4], lru[5]
+    _unlink(links, n)
+    key = keys[n]
+    _unindex(lru, key)
+    meta[SIZE] -= 1
+    free[0] += 1
+    free[free[0]] = n
+    return key
+
+
+@njit(cache=True, inline="always")
+def pop_oldest(lru):
+    """`OrderedDict.popitem(last=False)`: remove the least recently used entry; its key."""
+    return remove(lru, lru[1][0, 1])
+
+
+@njit(cache=True, inline="always")
+def over_capacity(lru):
+    return lru[4][SIZE] > lru[4][CAPACITY]
+
+
+# ---- SectorCache (mem/l2.py) ---------------------------------------------------------------------
+@njit(cache=True, inline="always")
+def cache_lookup(lru, counts, key):
+    """`SectorCache.lookup`: the sector's ready cycle (moved to the newest) or -inf on a miss;
+    counts[0] / counts[1] count hits / misses."""
+    n = find(lru, key)
+    if n:
+        move_to_end(lru, n)
+        counts[0] += 1
+        return lru[3][n]
+    counts[1] += 1
+    return -np.inf
+
+
+@njit(cache=True, inline="always")
+def cache_fill(lru, key, ready):
+    """`SectorCache.fill`: insert or refresh the sector (now the newest); the sector evicted, or NONE."""
+    n = find(lru, key)
+    if n:
+        lru[3][n] = ready
+        move_to_end(lru, n)
+    else:
+        insert(lru, key, ready)
+    if over_capacity(lru):
+        return pop_oldest(lru)
+    return NONE
+
+
+@njit(cache=True, inline="always")
+def cache_access(lru, counts, key):
+    """`SectorCache.access`: hit or miss, allocating on a miss."""
+    if cache_lookup(lru, counts, key) != -np.inf:
+        return True
+    cache_fill(lru, key, 0.0)
+    return False

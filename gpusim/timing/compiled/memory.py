@@ -1,0 +1,265 @@
+"""The load/store and memory path of the compiled engine: the rules of gpusim/timing/mem/ (lsu.py,
+l1.py, l2.py, dram.py; their docstrings give the hardware rules and the measurements behind them)
+as functions over arrays. Each function names the method it mirrors; the order of operations is
+that method's, so that results are the same to the last bit.
+
+State (fields of the structured arrays built by `engine.build`):
+- queues (`st.q`, one row per sub-partition and kind: `q = sub-partition * 2 + MIO|LSU`): depth,
+  rate (-1: none, instructions pass the SM-wide stage in issue order), free, and the cycles its
+  queued instructions leave (`st.q_buf[q]`, a ring from `head`, `n` long);
+- stages (`st.stage`, one row per SM and kind: `SM * 2 + MIO|LSU`): rate, free;
+- the chip's L2, DRAM and their counters (`st.mem[0]`), the L2 and dirty-sector LRUs, each SM's L1 LRU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from gpusim.timing.compiled import lru as L
+
+MIO, LSU = 0, 1  # the two queues of a sub-partition
+
+
+# ---- lsu.py: AccessQueue, Stage ------------------------------------------------------------------
+@njit(cache=True)
+def full_until(st, q, now):
+    """`AccessQueue.full_until`: -1.0 if an instruction may enter at `now`, else the cycle the
+    queue's first one leaves."""
+    row = st.q[q]
+    buf = st.q_buf[q]
+    cap = buf.shape[0]
+    while row.n > 0 and buf[row.head] <= now:
+        row.head = (row.head + 1) % cap
+        row.n -= 1
+    if row.n >= row.depth:
+        return buf[row.head]
+    return -1.0
+
+
+@njit(cache=True)
+def queue_access(st, q, stage, first_q, n_sp, now, units):
+    """`AccessQueue.access`: an instruction of `units` enters queue `q` at `now`; (cycle it starts to
+    pass, cycle it has passed). `first_q`: the queue of the SM's first sub-partition of this kind
+    (the SM's queues of a kind are `first_q`, `first_q` + 2, ...: they share `stage`)."""
+    row = st.q[q]
+    srow = st.stage[stage]
+    if row.rate < 0.0:
+        start = srow.free if srow.free > now else now
+        done = start + units / srow.rate
+        srow.free = done
+    else:
+        busy = 1
+        for i in range(n_sp):
+            other = first_q + 2 * i
+            if other != q and st.q[other].free > now:
+                busy += 1
+        rate = min(row.rate, srow.rate / busy)
+        start = row.free if row.free > now else now
+        done = start + units / rate
+        row.free = done
+    buf = st.q_buf[q]
+    cap = buf.shape[0]
+    if row.n >= cap:
+        raise RuntimeError("compiled engine: an access queue overflowed its ring")
+    buf[(row.head + row.n) % cap] = done
+    row.n += 1
+    return start, done
+
+
+@njit(cache=True)
+def queue_hold(st, q, until):
+    """`AccessQueue.hold`: the instruction that entered last keeps its place until `until`."""
+    row = st.q[q]
+    buf = st.q_buf[q]
+    last = (row.head + row.n - 1) % buf.shape[0]
+    if until > buf[last]:
+        buf[last] = until
+        if until > row.free:
+            row.free = until
+
+
+# ---- dram.py: BandwidthQueue, Dram ---------------------------------------------------------------
+@njit(cache=True)
+def l2_serve(m, now, nbytes):
+    """`BandwidthQueue.serve` of the L2 queue."""
+    start = m.l2q_free if m.l2q_free > now else now
+    m.l2q_free = start + nbytes / m.l2_bpc
+    return m.l2q_free
+
+
+@njit(cache=True)
+def dram_serve(m, now, nbytes):
+    """`BandwidthQueue.serve` of the DRAM queue."""
+    start = m.dram_free if m.dram_free > now else now
+    m.dram_free = start + nbytes / m.dram_bpc
+    return m.dram_free
+
+
+@njit(cache=True)
+def dram_read(m, now, nbytes, start):
+    """`Dram.read`: the cycle a fill booked at `now`, sent no earlier than `start`, arrives in L2."""
+    m.dram_read += nbytes
+    t = dram_serve(m, now, nbytes)
+    return (t if t > start else start) + m.dram_latency
+
+
+@njit(cache=True)
+def dram_write(m, now, nbytes):
+    """`Dram.write`: a write-back takes bandwidth; nothing waits for it."""
+    m.dram_write += nbytes
+    dram_serve(m, now, nbytes)
+
+
+# ---- l2.py: MemorySystem ------------------------------------------------------------------------
+@njit(cache=True)
+def _evicted(st, m, sector, now):
+    if sector != L.NONE:
+        n = L.find(st.dirty, sector)
+        if n:
+            L.remove(st.dirty, n)
+            dram_write(m, now, m.sector_bytes)
+
+
+@njit(cache=True)
+def _make_dirty(st, m, sector, now):
+    n = L.find(st.dirty, sector)
+    if n:
+        L.move_to_end(st.dirty, n)
+        return
+    L.insert(st.dirty, sector, 0.0)
+    if L.over_capacity(st.dirty):  # clean the oldest dirty sector: write it back
+        L.pop_oldest(st.dirty)
+        dram_write(m, now, m.sector_bytes)
+
+
+@njit(cache=True)
+def fetch(st, now, sectors, k, start):
+    """`MemorySystem.fetch` (detailed mode: every L2 miss goes to DRAM): the sectors[:k] a load
+    issued at `now` missed in L1, sent no earlier than `start`; the completion cycle."""
+    m = st.mem[0]
+    done = start
+    sb = m.sector_bytes
+    m.l2_bytes += sb * k
+    m.l2_queue_bytes += sb * k
+    for i in range(k):
+        s = sectors[i]
+        t = l2_serve(m, now, sb)
+        ready = L.cache_lookup(st.l2, st.l2_counts, s)
+        if ready != -np.inf:  # in L2, or on its way from DRAM
+            finish = max((t if t > start else start) + m.l2_latency, ready)
+        else:
+            finish = dram_read(m, now, sb, start)
+            _evicted(st, m, L.cache_fill(st.l2, s, finish), now)
+        if finish > done:
+            done = finish
+    return done
+
+
+@njit(cache=True)
+def store(st, now, lo, hi, start):
+    """`MemorySystem.store`: the sectors `st.sector_list[lo:hi]` (ascending) a store issued at `now`
+    writes, sent no earlier than `start`; (cycle the last write reached L2, cycle L2 took the last)."""
+    m = st.mem[0]
+    sectors = st.sector_list
+    n = hi - lo
+    done = start
+    accepted = start
+    sb = m.sector_bytes
+    m.l2_bytes += sb * n
+    per = sb * m.write_cost
+    if m.line_sectors != 0.0 and n:
+        spl = m.sectors_per_line
+        lines = 1
+        for i in range(lo, hi - 1):
+            if sectors[i] // spl != sectors[i + 1] // spl:
+                lines += 1
+        per *= 1.0 + m.line_sectors * lines / n
+    m.l2_queue_bytes += per * n
+    for i in range(lo, hi):
+        s = sectors[i]
+        t = l2_serve(m, now, per)
+        if t > accepted:
+            accepted = t
+        finish = (t if t > start else start) + m.l2_latency
+        node = L.find(st.l2, s)
+        if node:
+            ready = st.l2[3][node]
+            fill = ready if ready >= finish else finish  # max(ready, finish)
+        else:
+            fill = finish
+        _evicted(st, m, L.cache_fill(st.l2, s, fill), now)
+        _make_dirty(st, m, s, now)
+        if finish > done:
+            done = finish
+    return done, accepted
+
+
+# ---- l1.py: L1 ------------------------------------------------------------------------------------
+@njit(cache=True)
+def _miss_slot(st, w, now, nbytes):
+    """`L1._miss_slot`: the cycle from which a load of `nbytes` fits under warp `w`'s limit of bytes in
+    loads that missed L1 (its outstanding misses, kept sorted by (return cycle, bytes))."""
+    t = st.miss_t[w]
+    b = st.miss_b[w]
+    k = 0
+    for i in range(st.miss_n[w]):  # drop those returned by `now`
+        if t[i] > now:
+            t[k] = t[i]
+            b[k] = b[i]
+            k += 1
+    for i in range(1, k):  # insertion sort by (return cycle, bytes)
+        ti, bi = t[i], b[i]
+        j = i - 1
+        while j >= 0 and (t[j] > ti or (t[j] == ti and b[j] > bi)):
+            t[j + 1] = t[j]
+            b[j + 1] = b[j]
+            j -= 1
+        t[j + 1] = ti
+        b[j + 1] = bi
+    st.miss_n[w] = k
+    held = 0
+    for i in range(k):
+        held += b[i]
+    start = now
+    limit = st.mem[0].miss_limit
+    i = 0
+    while held + nbytes > limit and i < k:
+        start = t[i]
+        held -= b[i]
+        i += 1
+    return start
+
+
+@njit(cache=True)
+def l1_load(st, sm, w, now, ready, lo, hi, readonly, nbytes):
+    """`L1.load`: a load issued at `now` whose lines passed the tag stage at `ready`, touching the
+    sectors `st.sector_list[lo:hi]`; the cycle its data is there."""
+    m = st.mem[0]
+    missing = st.scratch_sectors
+    k = 0
+    if m.caches_loads or readonly:
+        l1 = (st.l1_slots[sm], st.l1_links[sm], st.l1_keys[sm], st.l1_vals[sm], st.l1_meta[sm], st.l1_free[sm])
+        for i in range(lo, hi):
+            if not L.cache_access(l1, st.l1_counts[sm], st.sector_list[i]):
+                missing[k] = st.sector_list[i]
+                k += 1
+    else:
+        for i in range(lo, hi):
+            missing[k] = st.sector_list[i]
+            k += 1
+    done = ready + m.l1_latency if k < hi - lo else ready
+    if k:
+        if m.miss_limit < 0:
+            f = fetch(st, now, missing, k, ready)
+            return done if done >= f else f
+        n = min(m.miss_limit, nbytes)
+        finish = fetch(st, now, missing, k, _miss_slot(st, w, ready, n))
+        c = st.miss_n[w]
+        if c >= st.miss_t.shape[1]:
+            raise RuntimeError("compiled engine: a warp's outstanding L1 misses overflowed")
+        st.miss_t[w, c] = finish
+        st.miss_b[w, c] = n
+        st.miss_n[w] = c + 1
+        done = done if done >= finish else finish
+    return done

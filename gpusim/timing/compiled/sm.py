@@ -1,0 +1,547 @@
+"""The SM's issue loop, compiled: gpusim/timing/sm.py's rules (its docstrings state them and their
+sources) over arrays, so that a warp-instruction costs tens of nanoseconds instead of microseconds.
+
+Each function names the method of `SM` it mirrors and keeps its order of operations, so that both
+give the same cycles to the last bit (tests/test_compiled_engine.py replays the suite's cases on
+both). State lives in structured arrays (fields as in the object model), one row per:
+- warp slot (`st.w`): slots of a CTA slot are `cta_slot * warps_per_cta + k`; a slot is reused when
+  its CTA retires;
+- CTA slot (`st.cta`): SM m owns slots m * ctas_per_sm ...;
+- sub-partition (`st.sp`): SM m owns m * sub_partitions ...; its resident warps in age order are
+  `st.sp_warps[sp, :nw]`, its pipes' free and busy cycles `st.sp_pipes` / `st.sp_busy`;
+- SM (`st.sm`): its clock, counters and whether its warps changed outside a turn.
+Per static instruction facts (`st.kind`, `st.pipe`, ...) are `static.IssueFacts` as arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from gpusim.timing import stalls as S
+from gpusim.timing.compiled import memory as M
+from gpusim.timing.static import BAR, BRANCH, CMEM, GLOAD, SMEM
+
+EPS = 1e-9
+INF = np.inf
+GTO, LRR, TWO_LEVEL = 0, 1, 2  # scheduler policies
+DUAL_NONE, DUAL_CONTROL, DUAL_KEPLER = 0, 1, 2  # dual-issue rules
+YIELD, DONE, WATCHDOG, DEADLOCK = 0, 1, 2, 3  # how `run` returns
+SELECTED, NOT_SELECTED, WAIT, SHORT_SB, LONG_SB = S.SELECTED, S.NOT_SELECTED, S.WAIT, S.SHORT_SB, S.LONG_SB
+MIO_T, LG_T, BARRIER_R, DISPATCH_R, BRANCH_R = S.MIO, S.LG, S.BARRIER, S.DISPATCH, S.BRANCH
+
+
+# ---- CTA residency -------------------------------------------------------------------------------
+@njit(cache=True)
+def next_cta(st):
+    """`GPU.next_cta`: the next CTA of the grid's queue, or -1."""
+    g = st.glob
+    if g[0] < len(st.cta_queue):
+        g[0] += 1
+        return st.cta_queue[g[0] - 1]
+    return -1
+
+
+@njit(cache=True)
+def launch(st, sm, cid, now):
+    """`SM.launch`: CTA `cid` takes a free CTA slot of the SM; its warps go to the sub-partitions
+    round robin by age. Its number of live warps (0: its warps had nothing to run)."""
+    c = st.cfg[0]
+    k = c.ctas_per_sm
+    slot = sm * k
+    while st.cta[slot].used:
+        slot += 1
+    cta = st.cta[slot]
+    cta.used = True
+    cta.cid, cta.live, cta.arrived, cta.launched = cid, 0, 0, now
+    smr = st.sm[sm]
+    wpc = c.warps_per_cta
+    for j in range(wpc):
+        gid = cid * wpc + j
+        sp = sm * c.n_sp + smr.age % c.n_sp
+        w = slot * wpc + j
+        wr = st.w[w]
+        if gid + 1 >= len(st.warp_start):
+            start = end = 0
+        else:
+            start, end = st.warp_start[gid], st.warp_start[gid + 1]
+        wr.gid, wr.cta, wr.sp, wr.pos, wr.end = gid, slot, sp, start, end
+        wr.ready_at = now + c.cta_launch_cycles
+        wr.reason = NOT_SELECTED
+        wr.since = now
+        wr.done = start == end
+        wr.at_barrier = False
+        st.sb_n[w, :] = 0
+        st.miss_n[w] = 0
+        if not c.control_mode:
+            st.rr_t[w, :] = -INF
+        smr.age += 1
+        if not wr.done:
+            spr = st.sp[sp]
+            spr.dirty = True
+            smr.changed = True
+            cta.live += 1
+            st.sp_warps[sp, spr.nw] = w
+            spr.nw += 1
+            smr.n_warps += 1
+    return cta.live
+
+
+@njit(cache=True)
+def launch_next(st, sm, now):
+    """`SM._cta_done`'s refill: launch the grid's next CTA (and, while those have no live warps,
+    the ones after)."""
+    while True:
+        nxt = next_cta(st)
+        if nxt < 0:
+            return
+        if launch(st, sm, nxt, now) > 0:
+            return
+        free_cta(st, sm, nxt)
+
+
+@njit(cache=True)
+def free_cta(st, sm, cid):
+    k = st.cfg[0].ctas_per_sm
+    for slot in range(sm * k, sm * k + k):
+        if st.cta[slot].used and st.cta[slot].cid == cid:
+            st.cta[slot].used = False
+            return
+
+
+# ---- the process ---------------------------------------------------------------------------------
+@njit(cache=True)
+def run(st, sm, env_now):
+    """`SM.run` from the engine's time `env_now` until it yields (it has run `quantum` cycles ahead:
+    YIELD, to be resumed at `st.sm[sm].now`) or its last warp has exited (DONE); WATCHDOG or
+    DEADLOCK when the SM stopped making progress."""
+    c = st.cfg[0]
+    smr = st.sm[sm]
+    if not smr.started:
+        smr.started = True
+        smr.now = smr.last_progress = env_now
+    now, clock, last_progress = smr.now, env_now, smr.last_progress
+    rows = st.stalls[sm]
+    complete = c.policy != TWO_LEVEL
+    order = st.order_buf
+    first_sp = sm * c.n_sp
+    while smr.n_warps > 0:
+        progressed = False
+        limit = now + EPS
+        floor = now + 1.0
+        bound = floor - EPS
+        best = INF
+        for sp in range(first_sp, first_sp + c.n_sp):
+            spr = st.sp[sp]
+            wake = spr.wake
+            if wake <= limit:
+                # ---- the sub-partition's turn: its scheduler tries its warps ----
+                wake = INF
+                rescan = True
+                if spr.dispatch_free <= limit:
+                    rescan = not complete
+                    n = candidates(st, sp, now, order)
+                    for i in range(n):
+                        w = order[i]
+                        wr = st.w[w]
+                        if wr.at_barrier:
+                            continue
+                        if wr.ready_at > limit:
+                            if wr.ready_at < wake:
+                                wake = wr.ready_at
+                            continue
+                        pc = st.pcs[wr.pos]
+                        until = st.sp_pipes[sp, st.pipe[pc]]
+                        queue = st.queue[pc]
+                        if until > bound:
+                            throttle = st.busy_reason[pc]
+                        elif queue:
+                            throttle, until = queue_full(st, sp, queue, now)
+                        else:
+                            throttle = 0
+                        since, ready = wr.since, wr.ready_at
+                        if ready >= now:
+                            if now > since:
+                                rows[wr.reason, pc] += now - since
+                        elif ready > since:
+                            rows[wr.reason, pc] += ready - since
+                            rows[NOT_SELECTED, pc] += now - ready
+                        else:
+                            rows[NOT_SELECTED, pc] += now - since
+                        if throttle:
+                            wr.since = now
+                            wr.ready_at, wr.reason = until, throttle
+                            if until < wake:
+                                wake = until
+                            continue
+                        rows[SELECTED, pc] += 1.0
+                        wr.since = floor
+                        if w != spr.last:
+                            spr.last = w
+                        # (a warp that exits may see its slot reused by the CTA launched after it)
+                        exited = execute(st, sm, sp, w, pc, now)
+                        if st.pairs[pc] and not exited and not wr.at_barrier:
+                            second_issue(st, sm, sp, w, pc, now)
+                        progressed = rescan = True
+                        break
+                # ---- its next wake ----
+                if rescan:
+                    wake = INF
+                    for i in range(spr.nw):
+                        wr = st.w[st.sp_warps[sp, i]]
+                        if wr.ready_at < wake and not wr.at_barrier:
+                            wake = wr.ready_at
+                if wake < floor:
+                    wake = floor
+                if spr.dispatch_free > wake:
+                    wake = spr.dispatch_free
+                spr.wake = wake
+                spr.dirty = False
+            if wake < best:
+                best = wake
+        if smr.changed:
+            best = catch_up(st, sm, now)
+        if progressed:
+            last_progress = now
+        elif now - last_progress > c.watchdog:
+            smr.now = now
+            return WATCHDOG
+        if smr.n_warps == 0:
+            break
+        if best == INF:
+            smr.now = now
+            return DEADLOCK
+        now = -((EPS - best) // 1.0)  # the cycle `best` falls in
+        if now - clock >= c.quantum:
+            smr.now, smr.last_progress = now, last_progress
+            return YIELD
+    smr.finish = max(now + 1, smr.last_done)
+    return DONE
+
+
+@njit(cache=True)
+def _wake(st, sp, now):
+    """`SM._wake`."""
+    spr = st.sp[sp]
+    wake = INF
+    for i in range(spr.nw):
+        wr = st.w[st.sp_warps[sp, i]]
+        if wr.ready_at < wake and not wr.at_barrier:
+            wake = wr.ready_at
+    if wake < now + 1:
+        wake = now + 1
+    if spr.dispatch_free > wake:
+        wake = spr.dispatch_free
+    return wake
+
+
+@njit(cache=True)
+def catch_up(st, sm, now):
+    """`SM._catch_up`: `wake` again for the sub-partitions whose warps changed; the earliest."""
+    st.sm[sm].changed = False
+    best = INF
+    for sp in range(sm * st.cfg[0].n_sp, (sm + 1) * st.cfg[0].n_sp):
+        spr = st.sp[sp]
+        if spr.dirty:
+            spr.dirty = False
+            spr.wake = _wake(st, sp, now)
+        if spr.wake < best:
+            best = spr.wake
+    return best
+
+
+# ---- scheduling ----------------------------------------------------------------------------------
+@njit(cache=True)
+def candidates(st, sp, now, out):
+    """`SM._candidates`: the sub-partition's warps in the order its policy tries them, into `out`;
+    how many. gto: the last issuing warp first, then the oldest; lrr: round robin after the last
+    issuer; two_level: the oldest `two_level_active_warps` not waiting on global memory."""
+    spr = st.sp[sp]
+    ws = st.sp_warps[sp]
+    nw = spr.nw
+    last = spr.last
+    policy = st.cfg[0].policy
+    live_last = last >= 0 and not st.w[last].done
+    n = 0
+    if policy == GTO:
+        if live_last:
+            out[0] = last
+            n = 1
+        for i in range(nw):
+            if not (live_last and ws[i] == last):
+                out[n] = ws[i]
+                n += 1
+        return n
+    if policy == LRR:
+        first = 0
+        if live_last:
+            for i in range(nw):
+                if ws[i] == last:
+                    first = i + 1
+                    break
+        for i in range(nw):
+            out[n] = ws[(first + i) % nw]
+            n += 1
+        return n
+    for i in range(nw):
+        wr = st.w[ws[i]]
+        if not (wr.reason == LONG_SB and wr.ready_at > now):
+            if n < st.cfg[0].two_level_n:
+                out[n] = ws[i]
+                n += 1
+    return n
+
+
+@njit(cache=True)
+def queue_full(st, sp, queue, now):
+    """`SM._queue_full`: (mio_throttle or lg_throttle, cycle it may try again), or (0, now)."""
+    if queue == SMEM:
+        until = M.full_until(st, sp * 2 + M.MIO, now)
+        if until < 0.0:
+            return 0, now
+        return MIO_T, until
+    until = M.full_until(st, sp * 2 + M.LSU, now)
+    if until < 0.0:
+        return 0, now
+    return LG_T, until
+
+
+@njit(cache=True)
+def _disjoint(st, first, pc):
+    for i in range(st.dsts_start[first], st.dsts_start[first + 1]):
+        for j in range(st.deps_start[pc], st.deps_start[pc + 1]):
+            if st.dsts_ids[i] == st.deps_ids[j]:
+                return False
+    return True
+
+
+@njit(cache=True)
+def second_issue(st, sm, sp, w, first, now):
+    """`SM._second_issue`: dual issue of the warp's next instruction with `first`."""
+    wr = st.w[w]
+    pc = st.pcs[wr.pos]
+    if not st.second_ok[pc]:
+        return
+    if st.cfg[0].dual == DUAL_KEPLER:
+        if not _disjoint(st, first, pc):
+            return
+        if wr.ready_at > now + 1 + EPS:
+            return
+    queue = st.queue[pc]
+    if st.sp_pipes[sp, st.pipe[pc]] > now + 1 - EPS:
+        return
+    if queue:
+        throttle, _ = queue_full(st, sp, queue, now)
+        if throttle:
+            return
+    execute(st, sm, sp, w, pc, now)
+
+
+# ---- executing one instruction ---------------------------------------------------------------------
+@njit(cache=True)
+def execute(st, sm, sp, w, pc, now):
+    """`SM._execute`: pipe occupancy, the result's ready cycle, the warp's next issue cycle. Whether
+    the warp exited."""
+    c = st.cfg[0]
+    wr = st.w[w]
+    kind = st.kind[pc]
+    pipe = st.pipe[pc]
+    occupancy = st.occupancy[pc]
+    pos = wr.pos
+    pipe_free = st.sp_pipes[sp, pipe]
+    st.sp_pipes[sp, pipe] = (pipe_free if pipe_free > now else now) + occupancy
+    st.sp_busy[sp, pipe] += occupancy
+    smr = st.sm[sm]
+    smr.issued += 1
+    regc = st.regc[pos]
+    if st.is_mem[pc]:
+        done, long_wait, read = access(st, sm, sp, w, kind, pos, pc, now)
+        read += regc
+    elif regc:
+        done, long_wait, read = now + st.latency[pc] + regc, False, now + 2 + regc
+    else:
+        done, long_wait, read = now + st.latency[pc], False, now + 2
+    if st.writes[pc] and done > smr.last_done:
+        smr.last_done = done
+    pos += 1
+    wr.pos = pos
+    if c.control_mode:
+        if st.wbar[pc] >= 0:
+            sb_push(st, w, st.wbar[pc], done, long_wait, now)
+        if st.rbar[pc] >= 0:
+            sb_push(st, w, st.rbar[pc], read, long_wait, now)
+    else:
+        reason = LONG_SB if long_wait else st.result_reason[pc]
+        for i in range(st.dsts_start[pc], st.dsts_start[pc + 1]):
+            d = st.dsts_ids[i]
+            st.rr_t[w, d] = done
+            st.rr_r[w, d] = reason
+    if kind == BAR:
+        arrive(st, sm, w, now)
+        return False
+    if pos >= wr.end:
+        exit_warp(st, sm, w, now)
+        return True
+    t = now + st.stall[pc]
+    nxt = st.pcs[pos]
+    if st.operand_wait[nxt]:
+        t, reason = operands_ready(st, w, nxt, t, now)
+    else:
+        reason = WAIT
+    if kind == BRANCH and done > t:
+        t, reason = now + c.branch_latency, BRANCH_R
+    if regc:
+        t, reason = t + regc, (DISPATCH_R if t <= now + 1 else reason)
+        st.sp[sp].dispatch_free = now + 1 + regc
+    wr.ready_at, wr.reason = t, reason
+    return False
+
+
+@njit(cache=True)
+def sb_push(st, w, b, release, long_wait, now):
+    """A scoreboard release (`w.sb[b].append`). Releases at or before `now` can no longer delay
+    anything (waits and DEPBARs look at releases after the current cycle), so a full list drops them."""
+    n = st.sb_n[w, b]
+    cap = st.sb_rel.shape[2]
+    if n >= cap:
+        k = 0
+        for i in range(n):
+            if st.sb_rel[w, b, i] > now:
+                st.sb_rel[w, b, k] = st.sb_rel[w, b, i]
+                st.sb_long[w, b, k] = st.sb_long[w, b, i]
+                k += 1
+        n = k
+        if n >= cap:
+            raise RuntimeError("compiled engine: a scoreboard has too many pending releases")
+    st.sb_rel[w, b, n] = release
+    st.sb_long[w, b, n] = long_wait
+    st.sb_n[w, b] = n + 1
+
+
+@njit(cache=True)
+def access(st, sm, sp, w, kind, pos, pc, now):
+    """`SM._access`: (cycle the data is there, long scoreboard?, cycle its registers were read)."""
+    c = st.cfg[0]
+    if kind == SMEM:
+        wf = st.wavef[pos]
+        start, passed = M.queue_access(st, sp * 2 + M.MIO, sm * 2 + M.MIO, sm * c.n_sp * 2 + M.MIO, c.n_sp, now,
+                                       max(wf, 1))
+        st.sm[sm].smem_wavefronts += wf
+        return passed + c.smem_latency, False, start + c.mio_read
+    if kind == CMEM:
+        return now + c.const_latency, False, now + 2
+    start, passed = M.queue_access(st, sp * 2 + M.LSU, sm * 2 + M.LSU, sm * c.n_sp * 2 + M.LSU, c.n_sp, now,
+                                   max(1, st.glines[pos]))
+    row = st.mem_rows[pos]
+    lo, hi = st.sector_start[row], st.sector_start[row + 1]
+    if kind == GLOAD:
+        done = M.l1_load(st, sm, w, now, passed, lo, hi, st.readonly[pc], st.warp_bytes[pc])
+    else:
+        done, accepted = M.store(st, now, lo, hi, passed)
+        M.queue_hold(st, sp * 2 + M.LSU, accepted)
+    return done, True, start + c.lsu_read
+
+
+@njit(cache=True)
+def operands_ready(st, w, pc, t, now):
+    """`SM._operands_ready`: when instruction `pc`, which cannot issue before `t`, has its operands,
+    and what it waits for (scoreboards of its wait mask and DEPBAR; or register ready times)."""
+    reason = WAIT
+    if st.cfg[0].control_mode:
+        mask = st.wait_mask[pc]
+        for b in range(6):
+            if mask >> b & 1 and st.sb_n[w, b] > 0:
+                rel = -INF
+                is_long = False
+                for i in range(st.sb_n[w, b]):  # the first of the latest releases
+                    if st.sb_rel[w, b, i] > rel:
+                        rel = st.sb_rel[w, b, i]
+                        is_long = st.sb_long[w, b, i]
+                if rel > t:
+                    t, reason = rel, (LONG_SB if is_long else SHORT_SB)
+                st.sb_n[w, b] = 0
+        b = st.depbar_b[pc]
+        if b >= 0:
+            k = st.depbar_k[pc]
+            pend = st.scratch_pend
+            n = 0
+            for i in range(st.sb_n[w, b]):
+                if st.sb_rel[w, b, i] > now:
+                    pend[n] = st.sb_rel[w, b, i]
+                    n += 1
+            if n > k:
+                rel = np.sort(pend[:n])[n - k - 1]
+                if rel > t:
+                    t, reason = rel, LONG_SB
+    else:
+        for i in range(st.deps_start[pc], st.deps_start[pc + 1]):
+            d = st.deps_ids[i]
+            if st.rr_t[w, d] > t:
+                t, reason = st.rr_t[w, d], st.rr_r[w, d]
+    return t, reason
+
+
+# ---- barriers and exit -----------------------------------------------------------------------------
+@njit(cache=True)
+def arrive(st, sm, w, now):
+    """`SM._arrive`."""
+    wr = st.w[w]
+    wr.at_barrier = True
+    wr.reason = BARRIER_R
+    wr.ready_at = now + 1
+    st.cta[wr.cta].arrived += 1
+    maybe_release(st, sm, wr.cta, now)
+
+
+@njit(cache=True)
+def maybe_release(st, sm, slot, now):
+    """`SM._maybe_release`: the last live warp to arrive releases the CTA's barrier."""
+    cta = st.cta[slot]
+    if cta.arrived and cta.arrived >= cta.live:
+        cta.arrived = 0
+        wpc = st.cfg[0].warps_per_cta
+        for x in range(slot * wpc, slot * wpc + wpc):
+            xr = st.w[x]
+            if xr.at_barrier:
+                xr.at_barrier = False
+                st.sp[xr.sp].dirty = True
+                st.sm[sm].changed = True
+                pc = st.pcs[xr.pos - 1]
+                cycles = now + 1 - xr.since
+                if cycles > 0:
+                    st.stalls[sm, BARRIER_R, pc] += cycles
+                xr.since = now + 1
+                t, nxt = now + st.stall[pc], st.pcs[xr.pos]
+                if st.operand_wait[nxt]:
+                    xr.ready_at, xr.reason = operands_ready(st, x, nxt, t, now)
+                else:
+                    xr.ready_at, xr.reason = t, WAIT
+
+
+@njit(cache=True)
+def exit_warp(st, sm, w, now):
+    """`SM._exit`: the warp leaves its sub-partition; the CTA retires with its last warp."""
+    wr = st.w[w]
+    wr.done = True
+    sp = wr.sp
+    spr = st.sp[sp]
+    spr.dirty = True
+    smr = st.sm[sm]
+    smr.changed = True
+    ws = st.sp_warps[sp]
+    j = 0
+    for i in range(spr.nw):
+        if ws[i] != w:
+            ws[j] = ws[i]
+            j += 1
+    spr.nw = j
+    if spr.last == w:  # (the slot may be reused; a retired last issuer counts as none)
+        spr.last = -1
+    smr.n_warps -= 1
+    cta = st.cta[wr.cta]
+    cta.live -= 1
+    if cta.live == 0:
+        cta.used = False  # `_cta_done`
+        launch_next(st, sm, now)
+    else:
+        maybe_release(st, sm, wr.cta, now)

@@ -12,7 +12,8 @@
   the kernel's end stays in L2 (Nsight counts no write-back after the kernel).
 - Dirty data are also written back once they fall out of the `dirty_reach_bytes` most recently
   reused sectors (stores, and loads that hit L2: data kernels read again, not first reads): an LRU
-  order that only stores and L2 hits enter. H100 (validation/h100/micro/dram_writes_h100.json): a
+  order that only stores and L2 hits enter (in sampled mode also the misses `_to_dram` does not
+  charge to DRAM: the grid's other SMs brought those sectors in, so in the grid they are hits). H100 (validation/h100/micro/dram_writes_h100.json): a
   kernel writing its output chunk by chunk while the whole grid re-reads an input of H MiB keeps
   about 26.9 MiB - H of it dirty (W = 16, H = 16: 5.5 MiB written back; W = 32, H = 16: 20.6), as a
   naive GEMM does; outputs written after the inputs were read stay (read R, then write 8-16 MiB:
@@ -125,6 +126,8 @@ class MemorySystem:
             else:
                 finish = self.dram.read(now, sb, start) if to_dram else start + self.dram.latency
                 self._evicted(self.l2.fill(s, finish), now)
+                if not to_dram and self.reach_capacity and self.dirty:  # sampled: another SM's data, a hit
+                    self._reuse(s, now)
             if finish > done:
                 done = finish
         return done

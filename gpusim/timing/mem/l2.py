@@ -13,8 +13,8 @@
 - Dirty data are also written back once they fall out of the `dirty_reach_bytes` most recently
   reused sectors (stores, and loads that hit L2: data kernels read again, not first reads): an LRU
   order that only stores and L2 hits enter (in sampled mode also the misses `_to_dram` does not
-  charge to DRAM: the grid's other SMs brought those sectors in, so in the grid they are hits). H100 (validation/h100/micro/dram_writes_h100.json): a
-  kernel writing its output chunk by chunk while the whole grid re-reads an input of H MiB keeps
+  charge to DRAM: the grid's other SMs brought those sectors in, so in the grid they are hits).
+  H100 (validation/h100/micro/dram_writes_h100.json): a kernel writing its output chunk by chunk while the whole grid re-reads an input of H MiB keeps
   about 26.9 MiB - H of it dirty (W = 16, H = 16: 5.5 MiB written back; W = 32, H = 16: 20.6), as a
   naive GEMM does; outputs written after the inputs were read stay (read R, then write 8-16 MiB:
   < 0.2 MiB written back), and inputs read once push dirty data out only through the capacity

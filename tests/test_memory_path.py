@@ -105,6 +105,26 @@ def test_read_twice_fits_within_the_effective_capacity(h100):
         assert mem.dram.read_bytes == expect * n * 32
 
 
+def test_dirty_data_are_written_back_once_they_leave_the_reuse_reach(h100):
+    """dram_writes_h100.json (the rule, scaled to a 1 MiB reach): an output written in 16 chunks while
+    an input of H is re-read before each chunk keeps reach - H of it dirty (wr_hot); an output written
+    after inputs read once stays dirty (read_then_write); first reads do not push it out."""
+    mib = (1 << 20) // 32
+    small = apply_overrides(h100, {"memory.l2.dirty_reach_bytes": 1 << 20})
+    out = 1 << 40  # the output's sectors, far from the input's
+    mem = MemorySystem(small, small.clock_mhz)  # wr_hot: W = 1 MiB, H = 0.5 MiB
+    chunk = mib // 16
+    for p in range(16):
+        mem.fetch(0.0, range(mib // 2), 0.0)
+        mem.store(0.0, range(out + p * chunk, out + (p + 1) * chunk), 0.0)
+    assert mem.dram.write_bytes == pytest.approx((mib - mib // 2) * 32, rel=0.15)
+    mem = MemorySystem(small, small.clock_mhz)  # read 4 MiB once, then write 1 MiB; write 1 MiB, then read 4
+    mem.fetch(0.0, range(4 * mib), 0.0)
+    mem.store(0.0, range(out, out + mib), 0.0)
+    mem.fetch(0.0, range(8 * mib, 12 * mib), 0.0)
+    assert mem.dram.write_bytes == 0
+
+
 def test_warm_state_hits_and_keeps_dirty_data(h100):
     mem = MemorySystem(h100, h100.clock_mhz)
     mem.warm([1, 2, 3], [False, True, False])

@@ -186,6 +186,10 @@ class L2Config(_Model):
     dirty_limit_bytes: int | None = Field(default=None, ge=1)
     """Dirty (written, not yet written back) bytes L2 keeps; past that the oldest are written back
     to DRAM. None: limited by the capacity only."""
+    dirty_reach_bytes: int | None = Field(default=None, ge=1)
+    """Dirty data stay only among this many bytes of the most recently reused sectors (stores and
+    L2 hits, an LRU order); a dirty sector that falls out is written back (gpusim/timing/mem/l2.py).
+    None: no such limit."""
     write_bandwidth_bytes_per_cycle: float | None = Field(default=None, gt=0)
     """Bytes per cycle L2 accepts from stores (whole chip); None: `bandwidth_bytes_per_cycle`. A
     store is charged its sectors plus `write_line_sectors` per line it touches."""

@@ -10,6 +10,15 @@
   becomes dirty; DRAM sees it only when it is written back: when it is evicted, or when the dirty
   sectors exceed `dirty_limit_bytes` (then the oldest dirty sector is cleaned). Dirty data left at
   the kernel's end stays in L2 (Nsight counts no write-back after the kernel).
+- Dirty data are also written back once they fall out of the `dirty_reach_bytes` most recently
+  reused sectors (stores, and loads that hit L2: data kernels read again, not first reads): an LRU
+  order that only stores and L2 hits enter (in sampled mode also the misses `_to_dram` does not
+  charge to DRAM: the grid's other SMs brought those sectors in, so in the grid they are hits).
+  H100 (validation/h100/micro/dram_writes_h100.json): a kernel writing its output chunk by chunk while the whole grid re-reads an input of H MiB keeps
+  about 26.9 MiB - H of it dirty (W = 16, H = 16: 5.5 MiB written back; W = 32, H = 16: 20.6), as a
+  naive GEMM does; outputs written after the inputs were read stay (read R, then write 8-16 MiB:
+  < 0.2 MiB written back), and inputs read once push dirty data out only through the capacity
+  (write 16 MiB, then read 16 / 32 / 64 once: 0.8 / 6.6 / 15.5 MiB written back).
 - Capacity is the measured effective one: a buffer read twice by the whole GPU comes from DRAM once
   up to 32 MB and twice from 48 MB on (H100 `read_twice`), though the card reports 50 MB; written
   data stays in L2 up to about 21.4 MiB (`write_once`: DRAM writes = buffer - 21.2..21.7 MiB).
@@ -86,6 +95,9 @@ class MemorySystem:
         limit = l2.dirty_limit_bytes if l2.dirty_limit_bytes is not None else self.l2.capacity * sb
         self.dirty_capacity = max(1, int(limit * (share if dirty_share is None else dirty_share)) // sb)
         self.dirty: OrderedDict[int, None] = OrderedDict()  # dirty sectors, oldest write first
+        reach = l2.dirty_reach_bytes  # room (like dirty_capacity, the sampled CTAs' share of it)
+        self.reach_capacity = max(1, int(reach * (share if dirty_share is None else dirty_share)) // sb) if reach else 0
+        self.reach: OrderedDict[int, None] = OrderedDict()  # reused sectors (stores, L2 hits), oldest first
         self.dram = Dram(mem.dram.bandwidth_gb_s * 1e9 / (clock_mhz * 1e6) * share, mem.dram.latency_cycles)
         self.l2_latency = l2.latency_cycles
         self.l2_bytes = 0  # bytes read from or written to L2
@@ -109,9 +121,13 @@ class MemorySystem:
             ready = self.l2.lookup(s)
             if ready is not None:  # in L2, or on its way from DRAM
                 finish = max((t if t > start else start) + self.l2_latency, ready)
+                if self.reach_capacity and self.dirty:  # before the first store the order does not matter
+                    self._reuse(s, now)
             else:
                 finish = self.dram.read(now, sb, start) if to_dram else start + self.dram.latency
                 self._evicted(self.l2.fill(s, finish), now)
+                if not to_dram and self.reach_capacity and self.dirty:  # sampled: another SM's data, a hit
+                    self._reuse(s, now)
             if finish > done:
                 done = finish
         return done
@@ -142,6 +158,8 @@ class MemorySystem:
             ready = self.l2.sectors.get(s)
             self._evicted(self.l2.fill(s, finish if ready is None else max(ready, finish)), now)
             self._make_dirty(s, now)
+            if self.reach_capacity:
+                self._reuse(s, now)
             if finish > done:
                 done = finish
         return done, accepted
@@ -155,6 +173,18 @@ class MemorySystem:
         if len(dirty) > self.dirty_capacity:  # clean the oldest dirty sector: write it back
             dirty.popitem(last=False)
             self.dram.write(now, self.sector_bytes)
+
+    def _reuse(self, sector: int, now: float) -> None:
+        """`sector` was stored or hit: it becomes the newest reused sector; the oldest one past
+        `reach_capacity` leaves the order and, if dirty, is written back."""
+        reach = self.reach
+        reach[sector] = None
+        reach.move_to_end(sector)
+        if len(reach) > self.reach_capacity:
+            old = reach.popitem(last=False)[0]
+            if old in self.dirty:
+                del self.dirty[old]
+                self.dram.write(now, self.sector_bytes)
 
     def _evicted(self, sector: int | None, now: float) -> None:
         if sector is not None and sector in self.dirty:

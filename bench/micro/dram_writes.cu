@@ -1,0 +1,64 @@
+// gpusim H100 microbenchmarks: when does L2 write dirty data back to DRAM (issue 12, DRAM write bytes).
+// Built with  nvcc -arch=sm_90 -O3 -cubin -o build/dram_writes.cubin dram_writes.cu  and driven by
+// run_dram_writes.py beside this file, which profiles each launch once with Nsight Compute
+// (dram__bytes_write.sum, dram__bytes_read.sum). Every kernel runs on 8 x SMs CTAs of 256 threads (all
+// resident at once), each thread walking its part of the buffers grid-stride with 16-byte accesses, so
+// the grid moves through each phase together. Reads are ld.global.cg (L2, not L1).
+//
+//   wr_rd      order 0: write W, then read R (another buffer) once; order 1: read R, then write W
+//              (a tiled GEMM's order: outputs after the inputs). W = 0 is a read-only kernel.
+//   wr_hot     `passes` times: read all of H (a hot input, re-read every pass, each pass starting at a
+//              different offset so other SMs read each line), then write the next 1/passes of W
+//              (a naive GEMM's order: outputs written while the inputs stay hot).
+//   wr_twice   writes W twice (same values the second time too): a rewrite of a dirty line.
+
+extern "C" __global__ void wr_rd(float4* w, long long nw, const float4* __restrict__ r, long long nr,
+                                 float* sink, int order, float v) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    float acc = 0.f;
+#pragma unroll 1
+    for (int ph = 0; ph < 2; ++ph) {
+        if ((ph == 0) == (order == 0)) {
+#pragma unroll 4
+            for (long long i = t; i < nw; i += stride) w[i] = make_float4(v, v, v, v);
+        } else {
+#pragma unroll 4
+            for (long long i = t; i < nr; i += stride) {
+                float4 x = __ldcg(r + i);
+                acc += (x.x + x.y) + (x.z + x.w);
+            }
+        }
+    }
+    if (acc == 1.2345f) sink[0] = acc;
+}
+
+extern "C" __global__ void wr_hot(float4* w, long long nw, const float4* __restrict__ h, long long nh,
+                                  float* sink, int passes, float v) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    const long long chunk = (nw + passes - 1) / passes;
+    float acc = 0.f;
+#pragma unroll 1
+    for (int p = 0; p < passes; ++p) {
+        const long long shift = (long long)p * (stride / 3 + 8);  // another CTA reads each line next pass
+#pragma unroll 4
+        for (long long i = t; i < nh; i += stride) {
+            float4 x = __ldcg(h + (i + shift) % nh);
+            acc += (x.x + x.y) + (x.z + x.w);
+        }
+        const long long lo = p * chunk, hi = min(nw, lo + chunk);
+#pragma unroll 4
+        for (long long i = lo + t; i < hi; i += stride) w[i] = make_float4(v, v, v, v);
+    }
+    if (acc == 1.2345f) sink[0] = acc;
+}
+
+extern "C" __global__ void wr_twice(float4* w, long long nw, float v) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+#pragma unroll 1
+    for (int rep = 0; rep < 2; ++rep)
+#pragma unroll 4
+        for (long long i = t; i < nw; i += stride) w[i] = make_float4(v, v, v, v);
+}

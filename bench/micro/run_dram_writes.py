@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""gpusim H100 microbenchmark: DRAM write bytes as a function of bytes written and bytes read alongside
+(dram_writes.cu beside this file; issue 12, the L2 write-back rule).
+
+    python3 bench/micro/run_dram_writes.py --out RESULTS.json     # on the GPU machine (cupy + ncu)
+    python3 bench/micro/run_dram_writes.py --dry-run              # compile only, list the cases
+
+Every case is one launch profiled once by Nsight Compute (`--cache-control all`, its default: L2 is
+flushed before the launch, so it starts cold) with a small metric set (DRAM bytes read/written, L2
+sectors, cycles). A few cases are profiled a second time with the full metric set of run_memory.py
+(many replay passes), to see whether the profiler's replay changes the DRAM write bytes. Nothing here
+changes clocks or any device setting.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from run_micro import run_cmd  # noqa: E402
+from run_memory import NCU_METRICS as FULL_METRICS  # noqa: E402
+
+SRC = os.path.join(HERE, "dram_writes.cu")
+METRICS = ["gpc__cycles_elapsed.max", "gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
+           "lts__t_sectors_op_read.sum", "lts__t_sectors_op_write.sum"]
+MB = 1 << 20
+
+
+def cases() -> list[dict]:
+    """Every launch, in launch order (the ncu CSV rows follow it). Sizes in MiB."""
+    out = []
+    for w in (4, 8, 16, 24):  # write W, then read R
+        for r in (0, 8, 16, 24, 32, 48, 64):
+            out.append({"kernel": "wr_rd", "order": "write_then_read", "W": w, "R": r})
+    for r in (8, 24, 32, 64):  # read-only
+        out.append({"kernel": "wr_rd", "order": "write_then_read", "W": 0, "R": r})
+    for w in (8, 16):  # read R, then write W
+        for r in (16, 32, 64):
+            out.append({"kernel": "wr_rd", "order": "read_then_write", "W": w, "R": r})
+    for w, hot in ((16, 8), (16, 16), (16, 24), (16, 32), (8, 24), (32, 16)):
+        out.append({"kernel": "wr_hot", "W": w, "H": hot, "passes": 16})
+    for w in (16, 32, 64):
+        out.append({"kernel": "wr_twice", "W": w})
+    return out
+
+
+FULL_CASES = [  # profiled again with the full (multi-pass) metric set
+    {"kernel": "wr_rd", "order": "write_then_read", "W": 0, "R": 64},
+    {"kernel": "wr_rd", "order": "write_then_read", "W": 16, "R": 32},
+    {"kernel": "wr_hot", "W": 16, "H": 16, "passes": 16},
+]
+
+
+def compile_cubin(nvcc: str, build: str) -> dict:
+    os.makedirs(build, exist_ok=True)
+    cubin = os.path.join(build, "dram_writes.cubin")
+    cmd = [nvcc, "-arch=sm_90", "-O3", "-cubin", "-o", cubin, SRC]
+    run_cmd(cmd)
+    return {"cubin": cubin, "command": " ".join(map(shlex.quote, cmd)), "nvcc_version": run_cmd([nvcc, "--version"]).strip()}
+
+
+def ncu_child(cubin: str, which: str) -> None:
+    """The launches Nsight Compute profiles (one each)."""
+    import cupy as cp
+    import numpy as np
+    mod = cp.RawModule(path=cubin)
+    sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
+    grid, block = 8 * sms, 256
+    wbuf = cp.zeros(64 * MB // 4, dtype=cp.float32)
+    rbuf = cp.ones(64 * MB // 4, dtype=cp.float32)
+    sink = cp.zeros(1, dtype=cp.float32)
+    n4 = lambda mib: np.int64(mib * MB // 16)  # noqa: E731
+    for c in (cases() if which == "all" else FULL_CASES):
+        if c["kernel"] == "wr_rd":
+            args = (wbuf, n4(c["W"]), rbuf, n4(c["R"]), sink, np.int32(c["order"] == "read_then_write"), np.float32(2.0))
+        elif c["kernel"] == "wr_hot":
+            args = (wbuf, n4(c["W"]), rbuf, n4(c["H"]), sink, np.int32(c["passes"]), np.float32(2.0))
+        else:
+            args = (wbuf, n4(c["W"]), np.float32(2.0))
+        mod.get_function(c["kernel"])((grid,), (block,), args)
+        cp.cuda.runtime.deviceSynchronize()
+
+
+def run_ncu(ncu: str, cubin: str, which: str, metrics: list[str]) -> dict:
+    cmd = [ncu, "--csv", "--page", "raw", "--clock-control", "none", "--metrics", ",".join(metrics),
+           sys.executable, os.path.abspath(__file__), "--ncu-child", cubin, "--which", which]
+    t = time.time()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=400)
+    rows = []
+    start = r.stdout.find('"ID"')
+    if start >= 0:
+        rd = list(csv.reader(io.StringIO(r.stdout[start:])))
+        for row in rd[2:]:  # rd[1]: units
+            # only our kernels: cupy's own (the fill kernel of cp.ones) are profiled too
+            if len(row) == len(rd[0]) and dict(zip(rd[0], row)).get("Kernel Name") in ("wr_rd", "wr_hot", "wr_twice"):
+                rows.append(dict(zip(rd[0], row)))
+    want = cases() if which == "all" else FULL_CASES
+    out = []
+    for c, row in zip(want, rows):
+        v = lambda k: float(row[k].replace(",", "")) if row.get(k) not in (None, "", "n/a") else None  # noqa: E731
+        rec = dict(c, kernel_name=row.get("Kernel Name"), grid=row.get("Grid Size"), block=row.get("Block Size"))
+        rec.update({k: v(k) for k in METRICS if k in row})
+        if rec.get("dram__bytes_write.sum") is not None:
+            rec["dram_write_MiB"] = round(rec["dram__bytes_write.sum"] / MB, 3)
+            rec["dram_read_MiB"] = round(rec["dram__bytes_read.sum"] / MB, 3)
+        out.append(rec)
+    return {"command": " ".join(map(shlex.quote, cmd)), "seconds": round(time.time() - t, 1), "returncode": r.returncode,
+            "rows_expected": len(want), "rows_parsed": len(rows), "stderr_tail": r.stderr[-1500:], "cases": out}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out")
+    ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
+    ap.add_argument("--which", default="all", help=argparse.SUPPRESS)
+    ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
+    args = ap.parse_args()
+    if args.ncu_child:
+        ncu_child(args.ncu_child, args.which)
+        return 0
+    if not args.dry_run and not args.out:
+        ap.error("--out is required unless --dry-run")
+    comp = compile_cubin(args.nvcc, os.path.join(HERE, "build"))
+    if args.dry_run:
+        print(json.dumps({"compile": comp["command"], "cases": len(cases())}, indent=1))
+        return 0
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        print("run_dram_writes.py: measuring needs cupy and an NVIDIA GPU (use --dry-run to compile only)", file=sys.stderr)
+        return 2
+    ncu = shutil.which("ncu") or "/opt/nvidia/nsight-compute/2025.3.1/ncu"
+    R = {"meta": {"command_line": " ".join(map(shlex.quote, [sys.executable] + sys.argv)),
+                  "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": platform.node(),
+                  "compile": comp, "ncu_version": run_cmd([ncu, "--version"]).strip().splitlines()[-1],
+                  "launch": "8 x SMs CTAs x 256 threads, 16-byte accesses, grid-stride; sizes in MiB",
+                  "nvidia_smi": run_cmd(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,"
+                                         "clocks.mem", "--format=csv,noheader"]).strip()}}
+    for key, which, metrics in (("ncu", "all", METRICS), ("ncu_full_metrics", "full", FULL_METRICS + ["gpu__time_duration.sum"])):
+        t = time.time()
+        R[key] = run_ncu(ncu, comp["cubin"], which, metrics)
+        print(f"[{time.time() - t:6.1f} s] {key}: {R[key]['rows_parsed']}/{R[key]['rows_expected']} rows", flush=True)
+        with open(args.out, "w") as f:
+            json.dump(R, f, indent=1)
+    R["meta"]["nvidia_smi_end"] = run_cmd(["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem,temperature.gpu",
+                                           "--format=csv,noheader"]).strip()
+    with open(args.out, "w") as f:
+        json.dump(R, f, indent=1)
+    for c in R["ncu"]["cases"]:
+        print({k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "dram_write_MiB", "dram_read_MiB")})
+    for c in R["ncu_full_metrics"]["cases"]:
+        print("full", {k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "dram_write_MiB", "dram_read_MiB")})
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

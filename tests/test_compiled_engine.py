@@ -6,7 +6,7 @@ The cases cover the paths of the model: Hopper with L1-cached loads and the per-
 stores through L2 with write-back, a warm L2, shared-memory queues and conflicts, Maxwell control
 codes with dual issue, DEPBAR and the FP64 pipe, Kepler's register scoreboard and dual issue,
 control codes ignored, the lrr and two_level policies, several CTA waves, and a tight L2 and
-dirty limit (evictions and write-backs of dirty sectors).
+dirty limit (evictions and write-backs of dirty sectors), and a short reach of dirty data.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ CASES = {
     "hopper-lrr": ("sgemm_maxas_64", "h100", 64, {"sm.scheduler.policy": "lrr"}, {}),
     "hopper-tiny-l2": ("copy_float4", "h100", 128, {"memory.l2.effective_size_bytes": 65536,
                                                     "memory.l2.dirty_limit_bytes": 16384}, {}),
+    "hopper-dirty-reach": ("coalescedMultiply", "h100", 128, {"memory.l2.dirty_reach_bytes": 4096}, {}),
     "hopper-few-sms": ("sgemm_maxas_128", "h100", 256, {"sm_count": 3}, {}),
     "maxwell-dgemm": ("dgemm_unroll_db_128b_prefsmem", "gtx970", 128, {}, {}),
     "maxwell-naive": ("naiveMatMatMul", "gtx970", 64, {}, {}),

@@ -34,7 +34,7 @@ CONFIG = np.dtype([("control_mode", "?"), ("dual", "i8"), ("policy", "i8"), ("tw
                    ("warps_per_cta", "i8"), ("ctas_per_sm", "i8"), ("cta_launch_cycles", "f8")])
 MEMORY = np.dtype([("sector_bytes", "i8"), ("l2_latency", "f8"), ("l2_bpc", "f8"), ("write_cost", "f8"),
                    ("line_sectors", "f8"), ("sectors_per_line", "i8"), ("dram_bpc", "f8"), ("dram_latency", "f8"),
-                   ("l1_latency", "f8"), ("caches_loads", "?"), ("miss_limit", "i8"),
+                   ("l1_latency", "f8"), ("caches_loads", "?"), ("miss_limit", "i8"), ("reach", "i8"),
                    ("l2q_free", "f8"), ("dram_free", "f8"), ("l2_queue_bytes", "f8"), ("l2_bytes", "i8"),
                    ("dram_read", "i8"), ("dram_write", "i8")])
 WARP = np.dtype([("gid", "i8"), ("cta", "i8"), ("sp", "i8"), ("pos", "i8"), ("end", "i8"), ("ready_at", "f8"),
@@ -59,7 +59,7 @@ State = namedtuple("State", [
     "sp_pipes", "sp_busy", "sp_warps", "stalls", "sb_rel", "sb_long", "sb_n", "rr_t", "rr_r", "miss_t", "miss_b",
     "miss_n",
     # caches
-    "l1_slots", "l1_links", "l1_keys", "l1_vals", "l1_meta", "l1_free", "l1_counts", "l2", "l2_counts", "dirty",
+    "l1_slots", "l1_links", "l1_keys", "l1_vals", "l1_meta", "l1_free", "l1_counts", "l2", "l2_counts", "dirty", "reach",
     # the grid's CTA queue (glob[0]: the next to hand out) and scratch space
     "cta_queue", "glob", "order_buf", "scratch_sectors", "scratch_pend"])
 
@@ -102,7 +102,8 @@ def build(gpu, occ, ctas) -> State:
     mem = np.zeros(1, dtype=MEMORY)
     mem[0] = (memory.sector_bytes, memory.l2_latency, memory.l2_queue.bytes_per_cycle, memory.write_cost,
               memory.line_sectors or 0.0, memory.sectors_per_line, memory.dram.queue.bytes_per_cycle, memory.dram.latency,
-              l1.latency, l1.caches_loads, -1 if l1.miss_limit is None else l1.miss_limit, 0, 0, 0, 0, 0, 0)
+              l1.latency, l1.caches_loads, -1 if l1.miss_limit is None else l1.miss_limit, memory.reach_capacity,
+              0, 0, 0, 0, 0, 0)
     # per static instruction
     ex = facts.execute
     col = lambda i, dt: np.array([e[i] for e in ex], dtype=dt)  # noqa: E731
@@ -171,6 +172,7 @@ def build(gpu, occ, ctas) -> State:
         l1_free=np.zeros((n_sm, node + 1), dtype=np.int64), l1_counts=np.zeros((n_sm, 2), dtype=np.int64),
         l2=_lru_from(memory.l2.sectors, memory.l2.capacity), l2_counts=np.zeros(2, dtype=np.int64),
         dirty=_lru_from(memory.dirty, memory.dirty_capacity),
+        reach=_lru_from(memory.reach, max(1, memory.reach_capacity)),
         cta_queue=np.asarray(ctas, dtype=np.int64), glob=np.zeros(1, dtype=np.int64),
         order_buf=np.zeros(occ.ctas_per_sm * gpu.warps_per_cta, dtype=np.int64),
         scratch_sectors=np.zeros(max(1, max_sectors), dtype=np.int64), scratch_pend=np.zeros(SB_CAPACITY))
@@ -222,7 +224,9 @@ def _borrow_all(st):
         l1_counts=_borrowed(st.l1_counts), l2=(_borrowed(st.l2[0]), _borrowed(st.l2[1]), _borrowed(st.l2[2]),
         _borrowed(st.l2[3]), _borrowed(st.l2[4]), _borrowed(st.l2[5])), l2_counts=_borrowed(st.l2_counts),
         dirty=(_borrowed(st.dirty[0]), _borrowed(st.dirty[1]), _borrowed(st.dirty[2]), _borrowed(st.dirty[3]),
-        _borrowed(st.dirty[4]), _borrowed(st.dirty[5])), cta_queue=_borrowed(st.cta_queue),
+        _borrowed(st.dirty[4]), _borrowed(st.dirty[5])),
+        reach=(_borrowed(st.reach[0]), _borrowed(st.reach[1]), _borrowed(st.reach[2]), _borrowed(st.reach[3]),
+        _borrowed(st.reach[4]), _borrowed(st.reach[5])), cta_queue=_borrowed(st.cta_queue),
         glob=_borrowed(st.glob), order_buf=_borrowed(st.order_buf),
         scratch_sectors=_borrowed(st.scratch_sectors), scratch_pend=_borrowed(st.scratch_pend))
 

@@ -8,7 +8,8 @@ State (fields of the structured arrays built by `engine.build`):
   rate (-1: none, instructions pass the SM-wide stage in issue order), free, and the cycles its
   queued instructions leave (`st.q_buf[q]`, a ring from `head`, `n` long);
 - stages (`st.stage`, one row per SM and kind: `SM * 2 + MIO|LSU`): rate, free;
-- the chip's L2, DRAM and their counters (`st.mem[0]`), the L2 and dirty-sector LRUs, each SM's L1 LRU.
+- the chip's L2, DRAM and their counters (`st.mem[0]`), the LRUs of L2, its dirty sectors and its
+  reused sectors (the dirty data's reach), each SM's L1 LRU.
 """
 
 from __future__ import annotations
@@ -134,6 +135,23 @@ def _make_dirty(st, m, sector, now):
 
 
 @njit(cache=True)
+def _reuse(st, m, sector, now):
+    """`MemorySystem._reuse`: `sector` was stored or hit: the newest reused sector; the oldest past
+    the reach leaves the order and, if dirty, is written back."""
+    n = L.find(st.reach, sector)
+    if n:
+        L.move_to_end(st.reach, n)
+    else:
+        L.insert(st.reach, sector, 0.0)
+    if L.over_capacity(st.reach):
+        old = L.pop_oldest(st.reach)
+        d = L.find(st.dirty, old)
+        if d:
+            L.remove(st.dirty, d)
+            dram_write(m, now, m.sector_bytes)
+
+
+@njit(cache=True)
 def fetch(st, now, sectors, k, start):
     """`MemorySystem.fetch` (detailed mode: every L2 miss goes to DRAM): the sectors[:k] a load
     issued at `now` missed in L1, sent no earlier than `start`; the completion cycle."""
@@ -148,6 +166,8 @@ def fetch(st, now, sectors, k, start):
         ready = L.cache_lookup(st.l2, st.l2_counts, s)
         if ready != -np.inf:  # in L2, or on its way from DRAM
             finish = max((t if t > start else start) + m.l2_latency, ready)
+            if m.reach > 0 and st.dirty[4][L.SIZE] > 0:  # before the first store the order does not matter
+                _reuse(st, m, s, now)
         else:
             finish = dram_read(m, now, sb, start)
             _evicted(st, m, L.cache_fill(st.l2, s, finish), now)
@@ -190,6 +210,8 @@ def store(st, now, lo, hi, start):
             fill = finish
         _evicted(st, m, L.cache_fill(st.l2, s, fill), now)
         _make_dirty(st, m, s, now)
+        if m.reach > 0:
+            _reuse(st, m, s, now)
         if finish > done:
             done = finish
     return done, accepted

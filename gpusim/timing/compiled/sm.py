@@ -211,7 +211,7 @@ def run(st, sm, env_now):
         if best == INF:
             smr.now = now
             return DEADLOCK
-        now = -((EPS - best) // 1.0)  # the cycle `best` falls in
+        now = np.ceil(best - EPS)  # the cycle `best` falls in: sm.py's -((EPS - best) // 1.0), without its fmod
         if now - clock >= c.quantum:
             smr.now, smr.last_progress = now, last_progress
             return YIELD

@@ -14,3 +14,48 @@ on both. The object model stays the reference, and runs what the compiled one do
 
 numba compiles these on first use and caches the machine code beside the sources (__pycache__).
 """
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import numba
+from numba.core import config as _numba_config
+
+# numba's cache knows only the file of the function it caches: `engine.simulate`, cached, would keep
+# running the old machine code of sm.py and memory.py after they change (a silently stale model).
+# So the cache lives in a folder named after a digest of every source the compiled code is built
+# from (module constants are frozen into it too: static.py's kinds, stalls.py's reasons, sm.py's
+# quantum) and numba's version. Set before the modules below are imported: numba picks the folder
+# when a function is decorated.
+_TIMING = Path(__file__).resolve().parent.parent
+_SOURCES = sorted((_TIMING / "compiled").glob("*.py")) + [_TIMING / "static.py", _TIMING / "stalls.py", _TIMING / "sm.py"]
+
+
+def _digest() -> str:
+    h = hashlib.sha256(numba.__version__.encode())
+    for p in _SOURCES:
+        h.update(p.name.encode() + p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _cache_dir() -> Path:
+    """Beside the sources where that is writable, else in the user's cache; older digests' folders
+    there are removed (best effort)."""
+    name = f"numba-{_digest()}"
+    for base in (_TIMING / "compiled" / "__pycache__", Path.home() / ".cache" / "gpusim"):
+        try:
+            (base / name).mkdir(parents=True, exist_ok=True)
+            probe = base / name / ".writable"
+            probe.touch()
+        except OSError:
+            continue
+        for old in base.glob("numba-*"):
+            if old.name != name:
+                shutil.rmtree(old, ignore_errors=True)
+        return base / name
+    return _TIMING / "compiled" / "__pycache__" / name
+
+
+CACHE_DIR = _cache_dir()
+_numba_config.CACHE_DIR = str(CACHE_DIR)

@@ -13,8 +13,10 @@ import heapq
 from collections import namedtuple
 from types import SimpleNamespace
 
+import numba
 import numpy as np
 from numba import njit, types
+from numba.experimental import structref
 from numba.extending import intrinsic
 
 from gpusim.errors import GpusimError
@@ -133,7 +135,7 @@ def build(gpu, occ, ctas) -> State:
     l1_cap = l1.cache.capacity
     node = l1_cap + 2
     scoreboard_slots = 1 if gpu.control_mode else slots
-    return State(
+    return _contiguous(State(
         cfg=c, mem=mem, w=np.zeros(slots, dtype=WARP), cta=np.zeros(n_sm * occ.ctas_per_sm, dtype=CTA), sp=sp,
         sm=np.zeros(n_sm, dtype=SM_STATE), q=q, q_buf=np.zeros((n_sps * 2, max(cfg.sm.mio_queue_depth,
                                                                              cfg.sm.lsu_queue_depth) + 2)),
@@ -175,7 +177,14 @@ def build(gpu, occ, ctas) -> State:
         reach=_lru_from(memory.reach, max(1, memory.reach_capacity)),
         cta_queue=np.asarray(ctas, dtype=np.int64), glob=np.zeros(1, dtype=np.int64),
         order_buf=np.zeros(occ.ctas_per_sm * gpu.warps_per_cta, dtype=np.int64),
-        scratch_sectors=np.zeros(max(1, max_sectors), dtype=np.int64), scratch_pend=np.zeros(SB_CAPACITY))
+        scratch_sectors=np.zeros(max(1, max_sectors), dtype=np.int64), scratch_pend=np.zeros(SB_CAPACITY)))
+
+
+def _contiguous(st: State) -> State:
+    """Every array C-contiguous: the engine is compiled for one layout per field."""
+    def c(v):
+        return tuple(c(x) for x in v) if isinstance(v, tuple) else np.ascontiguousarray(v)
+    return State(*(c(v) for v in st))
 
 
 @intrinsic
@@ -197,45 +206,104 @@ def _borrowed(typingctx, arr):
     return arr(arr), codegen
 
 
+@structref.register
+class StateType(types.StructRef):
+    """The engine's state as one reference: every function of the engine takes it. (A tuple of
+    arrays is passed by value, field by field: hundreds of arguments per call, most of the engine's
+    time before this.)"""
+
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(t)) for name, t in fields)
+
+
+STATE_TYPE = None  # StateType of `State`'s field types: set by `run` before the engine compiles
+
+
+def _state_type(owned: State) -> StateType:
+    return StateType(list(zip(State._fields, numba.typeof(owned).types)))
+
+
 @njit(cache=True)
-def _borrow_all(st):
-    """The state with every array `_borrowed` (the LRUs are tuples of arrays)."""
-    return State(
-        cfg=_borrowed(st.cfg), mem=_borrowed(st.mem), w=_borrowed(st.w), cta=_borrowed(st.cta),
-        sp=_borrowed(st.sp), sm=_borrowed(st.sm), q=_borrowed(st.q), q_buf=_borrowed(st.q_buf),
-        stage=_borrowed(st.stage), pcs=_borrowed(st.pcs), mem_rows=_borrowed(st.mem_rows),
-        regc=_borrowed(st.regc), wavef=_borrowed(st.wavef), glines=_borrowed(st.glines),
-        warp_start=_borrowed(st.warp_start), sector_start=_borrowed(st.sector_start),
-        sector_list=_borrowed(st.sector_list), kind=_borrowed(st.kind), pipe=_borrowed(st.pipe),
-        occupancy=_borrowed(st.occupancy), latency=_borrowed(st.latency), stall=_borrowed(st.stall),
-        wbar=_borrowed(st.wbar), rbar=_borrowed(st.rbar), writes=_borrowed(st.writes),
-        readonly=_borrowed(st.readonly), warp_bytes=_borrowed(st.warp_bytes),
-        result_reason=_borrowed(st.result_reason), is_mem=_borrowed(st.is_mem), queue=_borrowed(st.queue),
-        busy_reason=_borrowed(st.busy_reason), operand_wait=_borrowed(st.operand_wait),
-        wait_mask=_borrowed(st.wait_mask), depbar_b=_borrowed(st.depbar_b), depbar_k=_borrowed(st.depbar_k),
-        pairs=_borrowed(st.pairs), second_ok=_borrowed(st.second_ok), deps_start=_borrowed(st.deps_start),
-        deps_ids=_borrowed(st.deps_ids), dsts_start=_borrowed(st.dsts_start), dsts_ids=_borrowed(st.dsts_ids),
-        sp_pipes=_borrowed(st.sp_pipes), sp_busy=_borrowed(st.sp_busy), sp_warps=_borrowed(st.sp_warps),
-        stalls=_borrowed(st.stalls), sb_rel=_borrowed(st.sb_rel), sb_long=_borrowed(st.sb_long),
-        sb_n=_borrowed(st.sb_n), rr_t=_borrowed(st.rr_t), rr_r=_borrowed(st.rr_r),
-        miss_t=_borrowed(st.miss_t), miss_b=_borrowed(st.miss_b), miss_n=_borrowed(st.miss_n),
-        l1_slots=_borrowed(st.l1_slots), l1_links=_borrowed(st.l1_links), l1_keys=_borrowed(st.l1_keys),
-        l1_vals=_borrowed(st.l1_vals), l1_meta=_borrowed(st.l1_meta), l1_free=_borrowed(st.l1_free),
-        l1_counts=_borrowed(st.l1_counts), l2=(_borrowed(st.l2[0]), _borrowed(st.l2[1]), _borrowed(st.l2[2]),
-        _borrowed(st.l2[3]), _borrowed(st.l2[4]), _borrowed(st.l2[5])), l2_counts=_borrowed(st.l2_counts),
-        dirty=(_borrowed(st.dirty[0]), _borrowed(st.dirty[1]), _borrowed(st.dirty[2]), _borrowed(st.dirty[3]),
-        _borrowed(st.dirty[4]), _borrowed(st.dirty[5])),
-        reach=(_borrowed(st.reach[0]), _borrowed(st.reach[1]), _borrowed(st.reach[2]), _borrowed(st.reach[3]),
-        _borrowed(st.reach[4]), _borrowed(st.reach[5])), cta_queue=_borrowed(st.cta_queue),
-        glob=_borrowed(st.glob), order_buf=_borrowed(st.order_buf),
-        scratch_sectors=_borrowed(st.scratch_sectors), scratch_pend=_borrowed(st.scratch_pend))
+def _as_state(owned):
+    """The state as a `StateType` reference, every array `_borrowed` (the LRUs are tuples of arrays)."""
+    st = structref.new(STATE_TYPE)
+    st.cfg = _borrowed(owned.cfg)
+    st.mem = _borrowed(owned.mem)
+    st.w = _borrowed(owned.w)
+    st.cta = _borrowed(owned.cta)
+    st.sp = _borrowed(owned.sp)
+    st.sm = _borrowed(owned.sm)
+    st.q = _borrowed(owned.q)
+    st.q_buf = _borrowed(owned.q_buf)
+    st.stage = _borrowed(owned.stage)
+    st.pcs = _borrowed(owned.pcs)
+    st.mem_rows = _borrowed(owned.mem_rows)
+    st.regc = _borrowed(owned.regc)
+    st.wavef = _borrowed(owned.wavef)
+    st.glines = _borrowed(owned.glines)
+    st.warp_start = _borrowed(owned.warp_start)
+    st.sector_start = _borrowed(owned.sector_start)
+    st.sector_list = _borrowed(owned.sector_list)
+    st.kind = _borrowed(owned.kind)
+    st.pipe = _borrowed(owned.pipe)
+    st.occupancy = _borrowed(owned.occupancy)
+    st.latency = _borrowed(owned.latency)
+    st.stall = _borrowed(owned.stall)
+    st.wbar = _borrowed(owned.wbar)
+    st.rbar = _borrowed(owned.rbar)
+    st.writes = _borrowed(owned.writes)
+    st.readonly = _borrowed(owned.readonly)
+    st.warp_bytes = _borrowed(owned.warp_bytes)
+    st.result_reason = _borrowed(owned.result_reason)
+    st.is_mem = _borrowed(owned.is_mem)
+    st.queue = _borrowed(owned.queue)
+    st.busy_reason = _borrowed(owned.busy_reason)
+    st.operand_wait = _borrowed(owned.operand_wait)
+    st.wait_mask = _borrowed(owned.wait_mask)
+    st.depbar_b = _borrowed(owned.depbar_b)
+    st.depbar_k = _borrowed(owned.depbar_k)
+    st.pairs = _borrowed(owned.pairs)
+    st.second_ok = _borrowed(owned.second_ok)
+    st.deps_start = _borrowed(owned.deps_start)
+    st.deps_ids = _borrowed(owned.deps_ids)
+    st.dsts_start = _borrowed(owned.dsts_start)
+    st.dsts_ids = _borrowed(owned.dsts_ids)
+    st.sp_pipes = _borrowed(owned.sp_pipes)
+    st.sp_busy = _borrowed(owned.sp_busy)
+    st.sp_warps = _borrowed(owned.sp_warps)
+    st.stalls = _borrowed(owned.stalls)
+    st.sb_rel = _borrowed(owned.sb_rel)
+    st.sb_long = _borrowed(owned.sb_long)
+    st.sb_n = _borrowed(owned.sb_n)
+    st.rr_t = _borrowed(owned.rr_t)
+    st.rr_r = _borrowed(owned.rr_r)
+    st.miss_t = _borrowed(owned.miss_t)
+    st.miss_b = _borrowed(owned.miss_b)
+    st.miss_n = _borrowed(owned.miss_n)
+    st.l1_slots = _borrowed(owned.l1_slots)
+    st.l1_links = _borrowed(owned.l1_links)
+    st.l1_keys = _borrowed(owned.l1_keys)
+    st.l1_vals = _borrowed(owned.l1_vals)
+    st.l1_meta = _borrowed(owned.l1_meta)
+    st.l1_free = _borrowed(owned.l1_free)
+    st.l1_counts = _borrowed(owned.l1_counts)
+    st.l2 = (_borrowed(owned.l2[0]), _borrowed(owned.l2[1]), _borrowed(owned.l2[2]), _borrowed(owned.l2[3]), _borrowed(owned.l2[4]), _borrowed(owned.l2[5]))
+    st.l2_counts = _borrowed(owned.l2_counts)
+    st.dirty = (_borrowed(owned.dirty[0]), _borrowed(owned.dirty[1]), _borrowed(owned.dirty[2]), _borrowed(owned.dirty[3]), _borrowed(owned.dirty[4]), _borrowed(owned.dirty[5]))
+    st.reach = (_borrowed(owned.reach[0]), _borrowed(owned.reach[1]), _borrowed(owned.reach[2]), _borrowed(owned.reach[3]), _borrowed(owned.reach[4]), _borrowed(owned.reach[5]))
+    st.cta_queue = _borrowed(owned.cta_queue)
+    st.glob = _borrowed(owned.glob)
+    st.order_buf = _borrowed(owned.order_buf)
+    st.scratch_sectors = _borrowed(owned.scratch_sectors)
+    st.scratch_pend = _borrowed(owned.scratch_pend)
+    return st
 
 
 @njit(cache=True)
 def simulate(owned):
     """`GPU._simulate`: fill the SMs round robin, `ctas_per_sm` rounds, then run the SMs that got
     work in simpy's order until all are done. (status, SM): C.DONE, or the SM that stopped."""
-    st = _borrow_all(owned)
+    st = _as_state(owned)
     c = st.cfg[0]
     n_sm = len(st.sm)
     for _ in range(c.ctas_per_sm):
@@ -266,7 +334,10 @@ def simulate(owned):
 def run(gpu, occ, ctas):
     """Simulate `ctas` in detailed mode on the compiled engine: (SMs that ran, in the shape
     `GPU._result` reads; the memory system's counters)."""
+    global STATE_TYPE
     st = build(gpu, occ, ctas)
+    if STATE_TYPE is None:
+        STATE_TYPE = _state_type(st)
     status, m = simulate(st)
     used = np.flatnonzero(st.sm["ran"]).tolist()
     cfg = gpu.cfg
@@ -292,3 +363,13 @@ def run(gpu, occ, ctas):
                 "dram_read_bytes": int(mem["dram_read"]), "dram_write_bytes": int(mem["dram_write"]),
                 "dram_bytes": int(mem["dram_read"]) + int(mem["dram_write"])}
     return sms, SimpleNamespace(counters=lambda: counters)
+
+
+def precompile() -> None:
+    """Compile the engine now, or load it from numba's cache beside the sources: a fresh checkout's
+    first detailed run pays the compilation otherwise (about 45 s on 2 busy cores; then about a
+    second per process to load). Any detailed run compiles all of it: numba compiles by types, not
+    by the paths a run takes."""
+    from gpusim.timing.driver import run_workload
+
+    run_workload("copy_float4", "h100", 64)

@@ -43,12 +43,12 @@ def new_lru(capacity: int):
             np.zeros(nodes + 1, dtype=np.int64))
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def _home(key, bits):
     return np.int64((np.uint64(key) * GOLDEN) >> np.uint64(64 - bits))
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def _slot(lru, key):
     """The hash slot holding `key`, or the empty slot where it would go."""
     slots = lru[0]
@@ -59,7 +59,7 @@ def _slot(lru, key):
     return i
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def _unindex(lru, key):
     """Delete `key` from the hash table (backward-shift deletion: no tombstones)."""
     slots = lru[0]
@@ -81,14 +81,14 @@ def _unindex(lru, key):
     slots[i, 1] = 0
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def _unlink(links, n):
     p, q = links[n, 0], links[n, 1]
     links[p, 1] = q
     links[q, 0] = p
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def _append(links, n):
     """Make node n the newest (just before the head, at the list's end)."""
     last = links[0, 0]
@@ -98,21 +98,21 @@ def _append(links, n):
     links[0, 0] = n
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def find(lru, key):
     """The node holding `key`, or 0."""
     i = _slot(lru, key)
     return lru[0][i, 1]
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def move_to_end(lru, n):
     links = lru[1]
     _unlink(links, n)
     _append(links, n)
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def insert(lru, key, val):
     """Add `key` as the newest entry (it must not be present); its node."""
     slots, links, keys, vals, meta, free = lru
@@ -132,7 +132,7 @@ def insert(lru, key, val):
     return n
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def remove(lru, n):
     """Take node n out; its key."""
     links, keys, meta, free = lru[1], lru[2], lru[4], lru[5]
@@ -145,19 +145,19 @@ def remove(lru, n):
     return key
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def pop_oldest(lru):
     """`OrderedDict.popitem(last=False)`: remove the least recently used entry; its key."""
     return remove(lru, lru[1][0, 1])
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def over_capacity(lru):
     return lru[4][SIZE] > lru[4][CAPACITY]
 
 
 # ---- SectorCache (mem/l2.py) ---------------------------------------------------------------------
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def cache_lookup(lru, counts, key):
     """`SectorCache.lookup`: the sector's ready cycle (moved to the newest) or -inf on a miss;
     counts[0] / counts[1] count hits / misses."""
@@ -170,7 +170,7 @@ def cache_lookup(lru, counts, key):
     return -np.inf
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def cache_fill(lru, key, ready):
     """`SectorCache.fill`: insert or refresh the sector (now the newest); the sector evicted, or NONE."""
     n = find(lru, key)
@@ -184,7 +184,7 @@ def cache_fill(lru, key, ready):
     return NONE
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def cache_access(lru, counts, key):
     """`SectorCache.access`: hit or miss, allocating on a miss."""
     if cache_lookup(lru, counts, key) != -np.inf:

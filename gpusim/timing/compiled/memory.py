@@ -23,7 +23,7 @@ MIO, LSU = 0, 1  # the two queues of a sub-partition
 
 
 # ---- lsu.py: AccessQueue, Stage ------------------------------------------------------------------
-@njit(cache=True)
+@njit
 def full_until(st, q, now):
     """`AccessQueue.full_until`: -1.0 if an instruction may enter at `now`, else the cycle the
     queue's first one leaves."""
@@ -38,7 +38,7 @@ def full_until(st, q, now):
     return -1.0
 
 
-@njit(cache=True)
+@njit
 def queue_access(st, q, stage, first_q, n_sp, now, units):
     """`AccessQueue.access`: an instruction of `units` enters queue `q` at `now`; (cycle it starts to
     pass, cycle it has passed). `first_q`: the queue of the SM's first sub-partition of this kind
@@ -68,7 +68,7 @@ def queue_access(st, q, stage, first_q, n_sp, now, units):
     return start, done
 
 
-@njit(cache=True)
+@njit
 def queue_hold(st, q, until):
     """`AccessQueue.hold`: the instruction that entered last keeps its place until `until`."""
     row = st.q[q]
@@ -81,7 +81,7 @@ def queue_hold(st, q, until):
 
 
 # ---- dram.py: BandwidthQueue, Dram ---------------------------------------------------------------
-@njit(cache=True)
+@njit
 def l2_serve(m, now, nbytes):
     """`BandwidthQueue.serve` of the L2 queue."""
     start = m.l2q_free if m.l2q_free > now else now
@@ -89,7 +89,7 @@ def l2_serve(m, now, nbytes):
     return m.l2q_free
 
 
-@njit(cache=True)
+@njit
 def dram_serve(m, now, nbytes):
     """`BandwidthQueue.serve` of the DRAM queue."""
     start = m.dram_free if m.dram_free > now else now
@@ -97,7 +97,7 @@ def dram_serve(m, now, nbytes):
     return m.dram_free
 
 
-@njit(cache=True)
+@njit
 def dram_read(m, now, nbytes, start):
     """`Dram.read`: the cycle a fill booked at `now`, sent no earlier than `start`, arrives in L2."""
     m.dram_read += nbytes
@@ -105,7 +105,7 @@ def dram_read(m, now, nbytes, start):
     return (t if t > start else start) + m.dram_latency
 
 
-@njit(cache=True)
+@njit
 def dram_write(m, now, nbytes):
     """`Dram.write`: a write-back takes bandwidth; nothing waits for it."""
     m.dram_write += nbytes
@@ -113,7 +113,7 @@ def dram_write(m, now, nbytes):
 
 
 # ---- l2.py: MemorySystem ------------------------------------------------------------------------
-@njit(cache=True)
+@njit
 def _evicted(st, m, sector, now):
     if sector != L.NONE:
         n = L.find(st.dirty, sector)
@@ -122,7 +122,7 @@ def _evicted(st, m, sector, now):
             dram_write(m, now, m.sector_bytes)
 
 
-@njit(cache=True)
+@njit
 def _make_dirty(st, m, sector, now):
     n = L.find(st.dirty, sector)
     if n:
@@ -134,7 +134,7 @@ def _make_dirty(st, m, sector, now):
         dram_write(m, now, m.sector_bytes)
 
 
-@njit(cache=True)
+@njit
 def _reuse(st, m, sector, now):
     """`MemorySystem._reuse`: `sector` was stored or hit: the newest reused sector; the oldest past
     the reach leaves the order and, if dirty, is written back."""
@@ -151,7 +151,7 @@ def _reuse(st, m, sector, now):
             dram_write(m, now, m.sector_bytes)
 
 
-@njit(cache=True)
+@njit
 def fetch(st, now, sectors, k, start):
     """`MemorySystem.fetch` (detailed mode: every L2 miss goes to DRAM): the sectors[:k] a load
     issued at `now` missed in L1, sent no earlier than `start`; the completion cycle."""
@@ -176,7 +176,7 @@ def fetch(st, now, sectors, k, start):
     return done
 
 
-@njit(cache=True)
+@njit
 def store(st, now, lo, hi, start):
     """`MemorySystem.store`: the sectors `st.sector_list[lo:hi]` (ascending) a store issued at `now`
     writes, sent no earlier than `start`; (cycle the last write reached L2, cycle L2 took the last)."""
@@ -218,7 +218,7 @@ def store(st, now, lo, hi, start):
 
 
 # ---- l1.py: L1 ------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit
 def _miss_slot(st, w, now, nbytes):
     """`L1._miss_slot`: the cycle from which a load of `nbytes` fits under warp `w`'s limit of bytes in
     loads that missed L1 (its outstanding misses, kept sorted by (return cycle, bytes))."""
@@ -253,7 +253,7 @@ def _miss_slot(st, w, now, nbytes):
     return start
 
 
-@njit(cache=True)
+@njit
 def l1_load(st, sm, w, now, ready, lo, hi, readonly, nbytes):
     """`L1.load`: a load issued at `now` whose lines passed the tag stage at `ready`, touching the
     sectors `st.sector_list[lo:hi]`; the cycle its data is there."""

@@ -32,7 +32,7 @@ MIO_T, LG_T, BARRIER_R, DISPATCH_R, BRANCH_R = S.MIO, S.LG, S.BARRIER, S.DISPATC
 
 
 # ---- CTA residency -------------------------------------------------------------------------------
-@njit(cache=True)
+@njit
 def next_cta(st):
     """`GPU.next_cta`: the next CTA of the grid's queue, or -1."""
     g = st.glob
@@ -42,7 +42,7 @@ def next_cta(st):
     return -1
 
 
-@njit(cache=True)
+@njit
 def launch(st, sm, cid, now):
     """`SM.launch`: CTA `cid` takes a free CTA slot of the SM; its warps go to the sub-partitions
     round robin by age. Its number of live warps (0: its warps had nothing to run)."""
@@ -87,7 +87,7 @@ def launch(st, sm, cid, now):
     return cta.live
 
 
-@njit(cache=True)
+@njit
 def launch_next(st, sm, now):
     """`SM._cta_done`'s refill: launch the grid's next CTA (and, while those have no live warps,
     the ones after)."""
@@ -100,7 +100,7 @@ def launch_next(st, sm, now):
         free_cta(st, sm, nxt)
 
 
-@njit(cache=True)
+@njit
 def free_cta(st, sm, cid):
     k = st.cfg[0].ctas_per_sm
     for slot in range(sm * k, sm * k + k):
@@ -110,7 +110,7 @@ def free_cta(st, sm, cid):
 
 
 # ---- the process ---------------------------------------------------------------------------------
-@njit(cache=True)
+@njit
 def run(st, sm, env_now):
     """`SM.run` from the engine's time `env_now` until it yields (it has run `quantum` cycles ahead:
     YIELD, to be resumed at `st.sm[sm].now`) or its last warp has exited (DONE); WATCHDOG or
@@ -219,7 +219,7 @@ def run(st, sm, env_now):
     return DONE
 
 
-@njit(cache=True)
+@njit
 def _wake(st, sp, now):
     """`SM._wake`."""
     spr = st.sp[sp]
@@ -235,7 +235,7 @@ def _wake(st, sp, now):
     return wake
 
 
-@njit(cache=True)
+@njit
 def catch_up(st, sm, now):
     """`SM._catch_up`: `wake` again for the sub-partitions whose warps changed; the earliest."""
     st.sm[sm].changed = False
@@ -251,7 +251,7 @@ def catch_up(st, sm, now):
 
 
 # ---- scheduling ----------------------------------------------------------------------------------
-@njit(cache=True)
+@njit
 def candidates(st, sp, now, out):
     """`SM._candidates`: the sub-partition's warps in the order its policy tries them, into `out`;
     how many. gto: the last issuing warp first, then the oldest; lrr: round robin after the last
@@ -292,7 +292,7 @@ def candidates(st, sp, now, out):
     return n
 
 
-@njit(cache=True)
+@njit
 def queue_full(st, sp, queue, now):
     """`SM._queue_full`: (mio_throttle or lg_throttle, cycle it may try again), or (0, now)."""
     if queue == SMEM:
@@ -306,7 +306,7 @@ def queue_full(st, sp, queue, now):
     return LG_T, until
 
 
-@njit(cache=True)
+@njit
 def _disjoint(st, first, pc):
     for i in range(st.dsts_start[first], st.dsts_start[first + 1]):
         for j in range(st.deps_start[pc], st.deps_start[pc + 1]):
@@ -315,7 +315,7 @@ def _disjoint(st, first, pc):
     return True
 
 
-@njit(cache=True)
+@njit
 def second_issue(st, sm, sp, w, first, now):
     """`SM._second_issue`: dual issue of the warp's next instruction with `first`."""
     wr = st.w[w]
@@ -338,7 +338,7 @@ def second_issue(st, sm, sp, w, first, now):
 
 
 # ---- executing one instruction ---------------------------------------------------------------------
-@njit(cache=True)
+@njit
 def execute(st, sm, sp, w, pc, now):
     """`SM._execute`: pipe occupancy, the result's ready cycle, the warp's next issue cycle. Whether
     the warp exited."""
@@ -397,7 +397,7 @@ def execute(st, sm, sp, w, pc, now):
     return False
 
 
-@njit(cache=True)
+@njit
 def sb_push(st, w, b, release, long_wait, now):
     """A scoreboard release (`w.sb[b].append`). Releases at or before `now` can no longer delay
     anything (waits and DEPBARs look at releases after the current cycle), so a full list drops them."""
@@ -418,7 +418,7 @@ def sb_push(st, w, b, release, long_wait, now):
     st.sb_n[w, b] = n + 1
 
 
-@njit(cache=True)
+@njit
 def access(st, sm, sp, w, kind, pos, pc, now):
     """`SM._access`: (cycle the data is there, long scoreboard?, cycle its registers were read)."""
     c = st.cfg[0]
@@ -442,7 +442,7 @@ def access(st, sm, sp, w, kind, pos, pc, now):
     return done, True, start + c.lsu_read
 
 
-@njit(cache=True)
+@njit
 def operands_ready(st, w, pc, t, now):
     """`SM._operands_ready`: when instruction `pc`, which cannot issue before `t`, has its operands,
     and what it waits for (scoreboards of its wait mask and DEPBAR; or register ready times)."""
@@ -482,7 +482,7 @@ def operands_ready(st, w, pc, t, now):
 
 
 # ---- barriers and exit -----------------------------------------------------------------------------
-@njit(cache=True)
+@njit
 def arrive(st, sm, w, now):
     """`SM._arrive`."""
     wr = st.w[w]
@@ -493,7 +493,7 @@ def arrive(st, sm, w, now):
     maybe_release(st, sm, wr.cta, now)
 
 
-@njit(cache=True)
+@njit
 def maybe_release(st, sm, slot, now):
     """`SM._maybe_release`: the last live warp to arrive releases the CTA's barrier."""
     cta = st.cta[slot]
@@ -518,7 +518,7 @@ def maybe_release(st, sm, slot, now):
                     xr.ready_at, xr.reason = t, WAIT
 
 
-@njit(cache=True)
+@njit
 def exit_warp(st, sm, w, now):
     """`SM._exit`: the warp leaves its sub-partition; the CTA retires with its last warp."""
     wr = st.w[w]

@@ -54,41 +54,41 @@ class Elision:
     load_sectors32: np.ndarray | None = None  # distinct 32-byte sectors read by global loads, all records
 
 
-def elide_records(program, log, counts: np.ndarray, local: np.ndarray, gwarp_of_local: np.ndarray,
+def elide_records(program, warp: np.ndarray, pcs: np.ndarray, step_pcs: np.ndarray, n_warps: int,
                   head: int, tail: int):
-    """Which records of an emulator log to keep: (keep mask over the log's records in step order,
-    Elision), or (None, None) when there is no main loop or nothing to leave out.
+    """Which records of a trace to keep: (keep mask over the records, Elision), or (None, None) when
+    there is no main loop or nothing to leave out. `warp`, `pcs`: global warp id and instruction
+    index of each record in trace order (each warp's records together, in execution order);
+    `step_pcs`: the emulator log's instruction index per step; `n_warps`: warps emulated.
 
     An iteration ends with its back-edge record; record r of a warp belongs to iteration k = the
     number of back edges the warp executed before r (k = 0 includes the prologue, k = n the
-    epilogue). Iterations head .. n - tail - 1 are left out. Counting is done per back-edge step
-    (a few per iteration), not per record: C[j, w] = back edges of warp w in the first j back-edge
-    steps, and a record of step s reads C at the number of back-edge steps before s."""
-    step_pcs = np.asarray(log.pcs, dtype=np.int64)
-    pc_counts = np.bincount(step_pcs, weights=counts, minlength=len(program)).astype(np.int64)
+    epilogue). Iterations head .. n - tail - 1 are left out. k is a running count of back edges
+    over the trace, less its value where the warp's records begin."""
+    pc_counts = np.bincount(pcs, minlength=len(program)).astype(np.int64)
     branch = main_loop_branch(program, pc_counts)
     if branch is None:
         return None, None
-    back_steps = np.flatnonzero(step_pcs == branch)
-    n_local = len(gwarp_of_local)
-    if (len(back_steps) + 1) * n_local > 50_000_000:  # too many warps and steps to count this way
+    # the earlier rule counted back edges in a (back-edge steps x warps) table and gave up past this
+    # size; kept so that which traces are elided (and so sampled results) do not change
+    if (int(np.count_nonzero(step_pcs == branch)) + 1) * n_warps > 50_000_000:
         return None, None
-    member = np.zeros((len(back_steps) + 1, n_local), dtype=np.int32)
-    member[np.repeat(np.arange(1, len(back_steps) + 1), counts[back_steps]),
-           np.concatenate([log.warps[s] for s in back_steps]).astype(np.int64)] = 1
-    before = np.cumsum(member, axis=0)
-    n = before[-1]  # back edges per (local) warp
-    step_j = np.searchsorted(back_steps, np.arange(len(step_pcs)), side="left")
-    k = before[np.repeat(step_j, counts), local]
-    drop = (k >= head) & (k < (n - tail)[local])
+    n = len(pcs)
+    starts = np.flatnonzero(np.r_[True, warp[1:] != warp[:-1]])
+    lengths = np.diff(np.r_[starts, n])
+    back = pcs == branch
+    before = np.cumsum(back, dtype=np.int64) - back  # back edges anywhere before each record
+    k = before - np.repeat(before[starts], lengths)
+    edges = np.add.reduceat(back, starts, dtype=np.int64)  # back edges per warp
+    drop = (k >= head) & (k < np.repeat(edges - tail, lengths))
     if not drop.any():
         return None, None
     el = Elision(branch=branch, head=head, tail=tail)
-    at = np.bincount(local, weights=k < head, minlength=n_local).astype(np.int64)
-    left_out = np.bincount(local[drop], minlength=n_local)
-    for w in np.flatnonzero(left_out):
-        el.warps[int(gwarp_of_local[w])] = (int(at[w]), int(n[w] - tail - head), int(left_out[w]))
-    el.pc_counts = np.bincount(np.repeat(step_pcs, counts)[drop], minlength=len(program))
+    at = np.add.reduceat(k < head, starts, dtype=np.int64)
+    left_out = np.add.reduceat(drop, starts, dtype=np.int64)
+    for i in np.flatnonzero(left_out):
+        el.warps[int(warp[starts[i]])] = (int(at[i]), int(edges[i] - tail - head), int(left_out[i]))
+    el.pc_counts = np.bincount(pcs[drop], minlength=len(program))
     return ~drop, el
 
 

@@ -104,6 +104,9 @@ SHARED_LOAD, SHARED_STORE, GLOBAL_LOAD, GLOBAL_STORE = "shared_ld", "shared_st",
 _ACCESS_KIND = {"LDS": SHARED_LOAD, "STS": SHARED_STORE, "LDG": GLOBAL_LOAD, "LD": GLOBAL_LOAD,
                 "STG": GLOBAL_STORE, "ST": GLOBAL_STORE}
 _CHUNK = 1 << 15  # rows per vectorised block (bounds temporary memory)
+# per-record columns: every value is small (wavefronts <= 32 lanes x 4 bank words, sectors and lines
+# <= 32, register-read cycles and reuse hits <= source registers), so 16 bits hold them
+COLUMN_DTYPE = np.int16
 
 
 def access_kind(ins) -> str | None:
@@ -138,29 +141,36 @@ def shared_wavefronts(addresses, access_bytes, exec_mask, banks: int = 32, bank_
     addresses = np.asarray(addresses, dtype=np.uint64)
     access_bytes = np.asarray(access_bytes).astype(np.int64)
     exec_mask = np.asarray(exec_mask, dtype=np.uint32)
-    lanes = _lane_bits(exec_mask)
     if _dedupe and len(addresses) > 64:
         # The rule is unchanged when all of an access's addresses move by a whole number of bank
         # rows (banks x width x row words): GEMM loops repeat a few patterns thousands of times, so
         # each distinct pattern is worked out once
         step = np.uint64(banks * bank_width_bytes * bank_row_words)
         big = np.iinfo(np.uint64).max
-        base = np.where(lanes, addresses, big).min(axis=1)
-        base = np.where(base == big, 0, base) // step * step
-        rel = np.where(lanes, addresses - base[:, None], 0)
-        key = np.concatenate([rel, exec_mask[:, None].astype(np.uint64), access_bytes[:, None].astype(np.uint64)],
-                             axis=1)
-        # rows by a 64-bit hash (a checked one: equal hashes must be equal rows)
-        mix = np.random.default_rng(0x5EED).integers(1, 2**63, size=key.shape[1], dtype=np.uint64) | np.uint64(1)
+        partial = np.flatnonzero(exec_mask != np.uint32(0xFFFFFFFF))  # few: most accesses run on all lanes
+        base = addresses.min(axis=1)
+        if len(partial):
+            lanes = _lane_bits(exec_mask[partial])
+            base[partial] = np.where(lanes, addresses[partial], big).min(axis=1)
+            base[partial] = np.where(base[partial] == big, 0, base[partial])
+        base = base // step * step
+        rel = addresses - base[:, None]
+        if len(partial):
+            rel[partial] = np.where(lanes, rel[partial], 0)
+        # rows by a 64-bit hash of (rel, exec_mask, access_bytes) (a checked one: equal hashes must be equal rows)
+        mix = np.random.default_rng(0x5EED).integers(1, 2**63, size=34, dtype=np.uint64) | np.uint64(1)
         with np.errstate(over="ignore"):
-            h = (key * mix).sum(axis=1, dtype=np.uint64)
+            h = np.dot(rel, mix[:32]) + exec_mask.astype(np.uint64) * mix[32] + access_bytes.astype(np.uint64) * mix[33]
         uniq, first, inverse = np.unique(h, return_index=True, return_inverse=True)
         inverse = inverse.reshape(-1)
-        if len(uniq) < len(key) and (key[first[inverse]] == key).all():
+        rep = first[inverse]
+        if len(uniq) < len(rel) and (exec_mask[rep] == exec_mask).all() \
+                and (access_bytes[rep] == access_bytes).all() and (rel[rep] == rel).all():
             out = shared_wavefronts(rel[first], access_bytes[first], exec_mask[first], banks, bank_width_bytes,
                                     phase_bytes, bank_row_words, pack_uniform_pairs, return_ideal=True, _dedupe=False)
             wavefronts, ideal = out[0][inverse], out[1][inverse]
             return (wavefronts, ideal) if return_ideal else wavefronts
+    lanes = _lane_bits(exec_mask)
     n = len(addresses)
     phase_bytes = phase_bytes or banks * bank_width_bytes
     lanes_per_phase = np.minimum(32, np.maximum(1, phase_bytes // np.maximum(access_bytes, 1)))
@@ -308,24 +318,41 @@ def reuse_hit_slots(program, trace, table=None, memory_ops: bool = False) -> np.
     Records that do not read slot s leave that slot's cache entry alone: ptxas flags operands whose
     next reader in the slot comes after a memory, uniform or S2R instruction (e.g.
     ``DFMA R78, R54.reuse, ..`` / ``LDS.64`` / ``DFMA R80, R54, ..`` in dgemm_unroll on sm_90).
+    Vectorised per slot over the records that read it: each against the one before it.
     """
-    slot_reg, slot_width, slot_reuse, _ = table or operand_table(program)
+    return _reuse_hits(program, trace, table or operand_table(program), memory_ops).astype(np.int64)
+
+
+def _reuse_hits(program, trace, table, memory_ops: bool) -> np.ndarray:
+    """`reuse_hit_slots` as the smallest integer type that holds the slot bits."""
+    slot_reg, slot_width, slot_reuse, _ = table
     rec = trace.records
     n = len(rec)
-    hits = np.zeros(n, dtype=np.int64)
+    hits = np.zeros(n, dtype=np.uint8 if slot_reg.shape[1] <= 8 else np.int64)
     if n < 2:
         return hits
-    pc = rec["pc_index"].astype(np.int64)
-    warp = rec["warp"]
-    alu = collector_reads(program, memory_ops)[pc]
-    for s in range(slot_reg.shape[1]):
-        idx = np.flatnonzero(alu & (slot_reg[pc, s] >= 0))  # records that read slot s, in (warp, seq) order
+    pc = rec["pc_index"]
+    alu = collector_reads(program, memory_ops)
+    reads = alu[:, None] & (slot_reg >= 0)  # (n_pc, S): the instruction reads a vector register in slot s
+    # per instruction and slot: what a reader needs to find cached (register and width), and what it
+    # leaves cached (the same if flagged .reuse, else nothing: -1 matches no reader)
+    wanted = slot_reg.astype(np.int32) * 1024 + slot_width.astype(np.int32)
+    left = np.where(slot_reuse, wanted, -1)
+    slots = [s for s in range(slot_reg.shape[1]) if (reads[:, s] & slot_reuse[:, s]).any()]  # others never hit
+    if not slots:
+        return hits
+    bits = sum(reads[:, s].astype(np.int64) << i for i, s in enumerate(slots))
+    record_bits = bits.astype(np.uint8 if len(slots) <= 8 else np.int64)[pc]  # slots each record reads
+    warp_starts = trace.warp_starts
+    for i, s in enumerate(slots):
+        idx = np.flatnonzero(record_bits & record_bits.dtype.type(1 << i))  # readers of slot s, in (warp, seq) order
         if len(idx) < 2:
             continue
-        cur, prev = pc[idx[1:]], pc[idx[:-1]]
-        hit = ((warp[idx[1:]] == warp[idx[:-1]]) & slot_reuse[prev, s] & (slot_reg[cur, s] == slot_reg[prev, s])
-               & (slot_width[cur, s] == slot_width[prev, s]))
-        hits[idx[1:][hit]] |= 1 << s
+        p = pc[idx]
+        hit = left[:, s][p[:-1]] == wanted[:, s][p[1:]]  # reader j against reader j - 1 ...
+        first = np.searchsorted(idx, warp_starts)  # ... of the same warp: a warp's first reader finds nothing
+        hit[first[(first > 0) & (first < len(idx))] - 1] = False
+        hits[idx[1:][hit]] |= hits.dtype.type(1 << s)
     return hits
 
 
@@ -340,30 +367,32 @@ def register_bank_conflicts(program, trace, banks: int = 4, bank_width_bits: int
     """
     table = operand_table(program)
     regs_read = table[3]
-    pc = trace.records["pc_index"].astype(np.int64)
-    hits = reuse_hit_slots(program, trace, table, memory_ops) if reuse_cache else np.zeros(len(pc), dtype=np.int64)
+    pc = trace.records["pc_index"]
     reads = collector_reads(program, memory_ops)
+    # cost if no operand came from the reuse cache: per instruction
+    no_reuse_pc = np.array([bank_conflict_cycles([r for regs in slots for r in regs], banks, bank_width_bits)
+                            if reads[p] else 0 for p, slots in enumerate(regs_read)], dtype=COLUMN_DTYPE)
+    hits = _reuse_hits(program, trace, table, memory_ops) if reuse_cache else None
+    if hits is None or not hits.any():
+        cost = no_reuse_pc[pc]
+        if not return_hits:
+            return cost
+        return cost, np.zeros(len(pc), dtype=COLUMN_DTYPE), cost.copy()
     width = 1 << table[0].shape[1]
-    combo = pc * width + hits  # small non-negative ints: distinct values by counting (np.unique sorts or hashes)
-    present = np.bincount(combo, minlength=1) > 0
-    keys = np.flatnonzero(present)
-    inverse = (np.cumsum(present) - 1)[combo]
-    cost = np.zeros(len(keys), dtype=np.int64)
-    cost_no_reuse = np.zeros(len(keys), dtype=np.int64)
-    n_hits = np.zeros(len(keys), dtype=np.int64)
-    for k, key in enumerate(keys):
+    combo = pc * np.int32(width) + hits.astype(np.int32)  # (instruction, slots hit): a small non-negative int
+    present = np.flatnonzero(np.bincount(combo, minlength=1))  # distinct by counting (np.unique would sort)
+    cost_of = np.zeros(len(no_reuse_pc) * width, dtype=COLUMN_DTYPE)
+    for key in present:
         p, mask = divmod(int(key), width)
-        if not reads[p]:
-            continue
-        slots = regs_read[p]
-        cost[k] = bank_conflict_cycles([r for s, regs in enumerate(slots) if not (mask >> s) & 1 for r in regs],
-                                       banks, bank_width_bits)
-        cost_no_reuse[k] = bank_conflict_cycles([r for regs in slots for r in regs], banks, bank_width_bits)
-        n_hits[k] = bin(mask).count("1")
-    inverse = np.asarray(inverse).reshape(-1)
+        if reads[p]:
+            slots = regs_read[p]
+            cost_of[key] = bank_conflict_cycles([r for s, regs in enumerate(slots) if not (mask >> s) & 1
+                                                 for r in regs], banks, bank_width_bits)
+    cost = cost_of[combo]
     if return_hits:
-        return cost[inverse], n_hits[inverse], cost_no_reuse[inverse]
-    return cost[inverse]
+        popcount = np.array([bin(m).count("1") for m in range(width)], dtype=COLUMN_DTYPE)
+        return cost, popcount[hits], no_reuse_pc[pc]
+    return cost
 
 
 # ---- all columns ---------------------------------------------------------------------------------
@@ -394,8 +423,8 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
                smem_banks: int = 32, smem_bank_width_bytes: int = 4, smem_bank_row_words: int = 1,
                smem_phase_bytes: int | None = None, smem_pack_uniform_pairs: bool = False,
                sector_bytes: int = 32, line_bytes: int = 128) -> dict[str, np.ndarray]:
-    """Per record columns (aligned with ``trace.records``, int64): smem_wavefronts, smem_conflicts,
-    gsectors, glines, reg_conflict_cycles, reuse_hits, reg_conflict_cycles_no_reuse. Records that
+    """Per record columns (aligned with ``trace.records``, int16: `COLUMN_DTYPE`): smem_wavefronts,
+    smem_conflicts, gsectors, glines, reg_conflict_cycles, reuse_hits, reg_conflict_cycles_no_reuse. Records that
     are not such accesses get 0. `rules_for_arch` gives the keyword arguments per architecture.
 
     smem_pack_uniform_pairs applies to shared loads only (it is a property of the return path);
@@ -403,13 +432,15 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
     """
     rec = trace.records
     n = len(rec)
-    cols = {k: np.zeros(n, dtype=np.int64) for k in ("smem_wavefronts", "smem_conflicts", "gsectors", "glines")}
-    kinds = np.array([access_kind(ins) or "" for ins in program.instructions] + [""], dtype=object)
-    rows = rec["mem_row"].astype(np.int64)
-    is_mem = rows >= 0
-    kind = np.where(is_mem, kinds[np.where(is_mem, rec["pc_index"], -1)], "")
+    cols = {k: np.zeros(n, dtype=COLUMN_DTYPE) for k in ("smem_wavefronts", "smem_conflicts", "gsectors", "glines")}
+    kinds = (SHARED_LOAD, SHARED_STORE, GLOBAL_LOAD, GLOBAL_STORE)
+    kind_of_pc = np.array([kinds.index(k) + 1 if (k := access_kind(ins)) else 0 for ins in program.instructions],
+                          dtype=np.int8)  # 0: not a shared or global access
+    rows = rec["mem_row"]
+    mem = np.flatnonzero(rows >= 0)
+    kind = kind_of_pc[rec["pc_index"][mem]]
     for k in (SHARED_LOAD, SHARED_STORE):
-        sel = np.flatnonzero(kind == k)
+        sel = mem[kind == kinds.index(k) + 1]
         if len(sel):
             r = rows[sel]
             w, ideal = shared_wavefronts(trace.addresses[r], trace.access_bytes[r], rec["exec_mask"][sel],
@@ -418,7 +449,7 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
                                          pack_uniform_pairs=smem_pack_uniform_pairs and k == SHARED_LOAD,
                                          return_ideal=True)
             cols["smem_wavefronts"][sel], cols["smem_conflicts"][sel] = w, w - ideal
-    sel = np.flatnonzero((kind == GLOBAL_LOAD) | (kind == GLOBAL_STORE))
+    sel = mem[kind >= kinds.index(GLOBAL_LOAD) + 1]
     if len(sel):
         r = rows[sel]
         cols["gsectors"][sel], cols["glines"][sel] = global_sectors(trace.addresses[r], trace.access_bytes[r],

@@ -114,38 +114,46 @@ class DynamicTrace:
         if any(log.mem[s][0].shape[0] != c for s, c in zip(mem_steps, step_rows)):
             raise TraceFormatError("emulator log's address rows do not match its memory records", program.kernel)
 
-        # the records in trace order (warp, then time), all of them
-        warp, pcs, active = lay.warp(), lay.pc(), lay.active()
-        exec_mask = active.copy()
-        if exec_exact:  # steps whose guard left out lanes: their own execution masks
-            differ = np.array([e is not m for e, m in zip(log.exec_masks, log.masks)], dtype=bool)
-            steps = np.flatnonzero(differ)
+        # the records in trace order (warp, then time), all of them; fields filled one at a time
+        records = np.empty(lay.n, dtype=RECORD_DTYPE)
+        records["warp"] = lay.warp()
+        records["pc_index"] = lay.pc()
+        records["active_mask"] = lay.active()
+        exec_mask = records["exec_mask"]
+        exec_mask[:] = records["active_mask"]
+        if exec_exact:  # steps whose guard left out lanes: their own execution masks (and the active ones)
+            steps = np.flatnonzero([e is not m for e, m in zip(log.exec_masks, log.masks)])
             if len(steps):
-                at = lay.positions(steps)
-                exec_mask[at] = active[at] & np.concatenate([log.exec_masks[s] for s in steps]).astype(np.uint32)
+                exec_mask[lay.positions(steps)] &= np.concatenate([log.exec_masks[s] for s in steps]).astype(np.uint32)
         mem_at = lay.positions(mem_steps)  # trace position of each address row (rows numbered in step order)
 
         # records to keep (all, or all but the left-out main-loop iterations)
         keep = elision = None
         if keep_loop is not None and exec_exact:
-            keep, elision = elide_records(program, warp, pcs, lay.step_pcs, n_local, *keep_loop)
+            keep, elision = elide_records(program, records["warp"], records["pc_index"], lay.step_pcs, n_local,
+                                          *keep_loop)
         if keep is not None:
             elision.load_sectors32 = _load_sectors(program, log, mem_steps, lay.counts)
             kept_at = np.cumsum(keep) - 1  # position among the kept records
-            row_kept = keep[mem_at]
-            mem_at = np.where(row_kept, kept_at[mem_at], -1)
-            warp, pcs, active, exec_mask = warp[keep], pcs[keep], active[keep], exec_mask[keep]
-        n = len(warp)
+            mem_at = np.where(keep[mem_at], kept_at[mem_at], -1)
+            records = records[keep]
+        n = len(records)
+        starts = np.flatnonzero(np.r_[True, records["warp"][1:] != records["warp"][:-1]]) if n else np.zeros(0, int)
+        seq = records["seq"]
+        seq[:] = np.arange(n, dtype=np.int32)
+        seq -= np.repeat(starts.astype(np.int32), np.diff(np.r_[starts, n]))
 
         # address rows in trace order: row r (step order) becomes row new_row[r]
         is_mem = np.zeros(n, dtype=bool)
         is_mem[mem_at[mem_at >= 0]] = True
-        mem_row = np.cumsum(is_mem, dtype=np.int64) - 1
+        mem_pos = np.flatnonzero(is_mem)
+        del is_mem
+        mem_row = records["mem_row"]
+        mem_row[:] = -1
+        mem_row[mem_pos] = np.arange(len(mem_pos), dtype=np.int32)
         new_row = np.where(mem_at >= 0, mem_row[np.maximum(mem_at, 0)], -1) if len(mem_at) else mem_at
-        mem_row[~is_mem] = -1
-        n_mem = int(is_mem.sum())
-        addresses = np.empty((n_mem, 32), dtype=np.uint64)
-        access_bytes = np.empty(n_mem, dtype=np.uint8)
+        addresses = np.empty((len(mem_pos), 32), dtype=np.uint64)
+        access_bytes = np.empty(len(mem_pos), dtype=np.uint8)
         row_start = np.r_[0, np.cumsum(step_rows)]
         for j, s in enumerate(mem_steps):
             rows = new_row[row_start[j]:row_start[j + 1]]
@@ -156,26 +164,18 @@ class DynamicTrace:
                     rows, block = rows[kept], block[kept]
             addresses[rows] = block
             access_bytes[rows] = nbytes
+        exec_mask = records["exec_mask"]
         if not exec_exact:
             # without the guard capture the best evidence for memory lanes is the recorded address
             guarded = np.array([ins.guard is not None and not (ins.guard == 7 and not ins.guard_negated)
-                                for ins in program.instructions], dtype=bool)[pcs[is_mem]]
+                                for ins in program.instructions], dtype=bool)[records["pc_index"][mem_pos]]
             lanes = addresses[guarded] != 0
-            at = np.flatnonzero(is_mem)[guarded]
-            exec_mask[at] &= np.packbits(lanes, axis=1, bitorder="little").view(np.uint32).ravel()
-
-        records = np.empty(n, dtype=RECORD_DTYPE)
-        records["warp"] = warp
-        starts = np.flatnonzero(np.r_[True, warp[1:] != warp[:-1]])
-        records["seq"] = np.arange(n, dtype=np.int32) - np.repeat(starts.astype(np.int32), np.diff(np.r_[starts, n]))
-        records["pc_index"] = pcs
-        records["active_mask"] = active
-        records["exec_mask"] = exec_mask
-        records["mem_row"] = mem_row
+            exec_mask[mem_pos[guarded]] &= np.packbits(lanes, axis=1, bitorder="little").view(np.uint32).ravel()
         # lanes that did not execute carry address 0
-        partial = np.flatnonzero(exec_mask[is_mem] != np.uint32(0xFFFFFFFF))
+        mem_exec = exec_mask[mem_pos]
+        partial = np.flatnonzero(mem_exec != np.uint32(0xFFFFFFFF))
         if len(partial):
-            lane_bits = ((exec_mask[is_mem][partial][:, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
+            lane_bits = ((mem_exec[partial][:, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
             addresses[partial] = np.where(lane_bits, addresses[partial], np.uint64(0))
 
         header = make_header(program, launch.grid, launch.block, launch.dynamic_shared_bytes, wpc,
@@ -199,6 +199,17 @@ class DynamicTrace:
     @property
     def warp_ids(self) -> np.ndarray:
         return self._warp_ids
+
+    @property
+    def warp_starts(self) -> np.ndarray:
+        """Where each warp of `warp_ids` starts in `records` (records are sorted by warp)."""
+        return self._starts
+
+    def warp_offsets(self, n_ids: int) -> np.ndarray:
+        """(n_ids,) int64: where the records of warp id 0, 1, ..., n_ids - 1 start (for an absent id,
+        where they would), i.e. ``np.searchsorted(records["warp"], np.arange(n_ids))``."""
+        ends = np.append(self._starts, len(self.records)).astype(np.int64)
+        return ends[np.searchsorted(self._warp_ids, np.arange(n_ids))]
 
     def warp_stream(self, w: int) -> np.ndarray:
         """The records of global warp `w`, in execution order (a view; empty if the warp is absent)."""
@@ -370,8 +381,9 @@ class _LogLayout:
 
     def pc(self) -> np.ndarray:
         """Instruction index of each record (int32): the PC of its step (step = segment's first step + offset)."""
-        step = self._runs(self._sorted[2])
-        step += np.arange(self.n, dtype=np.int64)
+        index = np.int32 if self.n < 2**31 else np.int64
+        step = self._runs(self._sorted[2].astype(index))
+        step += np.arange(self.n, dtype=index)
         return self.step_pcs.astype(np.int32)[step]
 
     def positions(self, steps: np.ndarray) -> np.ndarray:

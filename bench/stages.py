@@ -2,7 +2,8 @@
 
     PYTHONPATH=. python3 bench/stages.py sgemm_maxas_64 h100 512 [--no-run] [--profile STAGE]
 
-Prints seconds and warp-instructions/s per stage (and peak RSS so far). `--no-run` stops before the
+Prints seconds and warp-instructions/s per stage (and peak RSS so far). `sectors` and `streams` are
+what the run otherwise does lazily (global sectors, each warp's stream); `--no-run` stops before the
 timing loop (the fixed costs around it); `--profile trace|gpu|emulate|run` prints a cProfile of that
 stage. `--sampled` times the sampled pipeline's stages instead (sampled CTAs, make_inputs, verify,
 elided trace).
@@ -28,7 +29,7 @@ def main() -> None:
     ap.add_argument("size", type=int)
     ap.add_argument("--no-run", action="store_true", help="stop before the timing loop")
     ap.add_argument("--sampled", action="store_true", help="the sampled pipeline's stages")
-    ap.add_argument("--profile", default=None, help="cProfile this stage (emulate, inputs, verify, trace, gpu, run)")
+    ap.add_argument("--profile", default=None, help="cProfile this stage (inputs, emulate, verify, trace, gpu, sectors, streams, run)")
     ap.add_argument("--top", type=int, default=25)
     args = ap.parse_args()
 
@@ -74,12 +75,13 @@ def main() -> None:
     else:
         keep = None
     tr = stage("trace", lambda: DynamicTrace.from_emulator(emu, workload=wl.name, size=n, keep_loop=keep))
-    if args.no_run:
-        g = stage("gpu", lambda: GPU(emu.program, tr, cfg, footprint_bytes=input_bytes(wl, n),
-                                     **({"mode": "sampled"} if args.sampled else {})))
-        return
     g = stage("gpu", lambda: GPU(emu.program, tr, cfg, footprint_bytes=input_bytes(wl, n),
                                  **({"mode": "sampled"} if args.sampled else {})))
+    # what the run does lazily: every global access's sectors, every warp's stream (at CTA launch)
+    stage("sectors", g._global_sectors)
+    stage("streams", lambda: [g.stream(int(w)) for w in tr.warp_ids])
+    if args.no_run:
+        return
     r = stage("run", lambda: g.run(wl.name, n))
     print(f"           cycles {r.cycles}")
 

@@ -216,12 +216,16 @@ def test_shared_wavefronts_work_out_each_pattern_once_with_the_same_result():
             assert np.array_equal(fast[0], slow[0]) and np.array_equal(fast[1], slow[1])
 
 
-def test_vectorised_register_columns_match_a_loop_over_the_records(data_dir):
+@pytest.mark.parametrize("block", [1 << 20, 97])  # one block of warps, or one per warp (or two)
+def test_vectorised_register_columns_match_a_loop_over_the_records(data_dir, monkeypatch, block):
     """reuse_hit_slots / register_bank_conflicts (vectorised) against the rule applied record by
     record, on random instruction streams of a real listing (its .reuse flags, memory and uniform
     instructions in between) for several warps."""
     from gpusim.isa.parser import parse_listing
+    import gpusim.timing.precompute as precompute_module
     from gpusim.timing.precompute import collector_reads, reuse_hit_slots
+
+    monkeypatch.setattr(precompute_module, "_BLOCK_RECORDS", block)
 
     for listing, banks, width in (("demo_sm_52.sass", 4, 32), ("demo_sm_90.sass", 2, 64)):
         prog = parse_listing(data_dir / listing)

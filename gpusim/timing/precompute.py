@@ -104,6 +104,7 @@ SHARED_LOAD, SHARED_STORE, GLOBAL_LOAD, GLOBAL_STORE = "shared_ld", "shared_st",
 _ACCESS_KIND = {"LDS": SHARED_LOAD, "STS": SHARED_STORE, "LDG": GLOBAL_LOAD, "LD": GLOBAL_LOAD,
                 "STG": GLOBAL_STORE, "ST": GLOBAL_STORE}
 _CHUNK = 1 << 15  # rows per vectorised block (bounds temporary memory)
+_BLOCK_RECORDS = 1 << 20  # records per block of whole warps (register columns)
 # per-record columns: every value is small (wavefronts <= 32 lanes x 4 bank words, sectors and lines
 # <= 32, register-read cycles and reuse hits <= source registers), so 16 bits hold them
 COLUMN_DTYPE = np.int16
@@ -123,10 +124,11 @@ def _lane_bits(exec_mask: np.ndarray) -> np.ndarray:
 # ---- shared memory -------------------------------------------------------------------------------
 def shared_wavefronts(addresses, access_bytes, exec_mask, banks: int = 32, bank_width_bytes: int = 4,
                       phase_bytes: int | None = None, bank_row_words: int = 1, pack_uniform_pairs: bool = False,
-                      return_ideal: bool = False, _dedupe: bool = True):
+                      return_ideal: bool = False, _dedupe: bool = True, rows=None):
     """Wavefronts each shared-memory warp access needs (and, with return_ideal, the ideal count).
 
-    addresses (N, 32) byte offsets, access_bytes (N,) bytes per lane, exec_mask (N,) uint32.
+    addresses (N, 32) byte offsets, access_bytes (N,) bytes per lane, exec_mask (N,) uint32
+    (`rows`: the accesses are rows `rows` of `addresses`, which is not copied out as a whole).
     A phase holds ``phase_bytes // access_bytes`` lanes (at most 32; phase_bytes defaults to
     banks * bank_width_bytes, one pass over all banks); each lane touches
     ``max(1, access_bytes // bank_width_bytes)`` consecutive bank words. A phase costs the maximum
@@ -139,37 +141,41 @@ def shared_wavefronts(addresses, access_bytes, exec_mask, banks: int = 32, bank_
     (t, t^2), reads the same address, a phase holds twice as many lanes [FORUM77228].
     """
     addresses = np.asarray(addresses, dtype=np.uint64)
+    rows = np.arange(len(addresses)) if rows is None else np.asarray(rows)
     access_bytes = np.asarray(access_bytes).astype(np.int64)
     exec_mask = np.asarray(exec_mask, dtype=np.uint32)
-    if _dedupe and len(addresses) > 64:
+    if _dedupe and len(rows) > 64:
         # The rule is unchanged when all of an access's addresses move by a whole number of bank
         # rows (banks x width x row words): GEMM loops repeat a few patterns thousands of times, so
-        # each distinct pattern is worked out once
+        # each distinct pattern is worked out once. Rows are grouped by a 64-bit hash of (pattern,
+        # exec_mask, access_bytes), a checked one: equal hashes must be equal rows. Blocks of rows
+        # at a time (bounded temporary memory).
         step = np.uint64(banks * bank_width_bytes * bank_row_words)
-        big = np.iinfo(np.uint64).max
-        partial = np.flatnonzero(exec_mask != np.uint32(0xFFFFFFFF))  # few: most accesses run on all lanes
-        base = addresses.min(axis=1)
-        if len(partial):
-            lanes = _lane_bits(exec_mask[partial])
-            base[partial] = np.where(lanes, addresses[partial], big).min(axis=1)
-            base[partial] = np.where(base[partial] == big, 0, base[partial])
-        base = base // step * step
-        rel = addresses - base[:, None]
-        if len(partial):
-            rel[partial] = np.where(lanes, rel[partial], 0)
-        # rows by a 64-bit hash of (rel, exec_mask, access_bytes) (a checked one: equal hashes must be equal rows)
         mix = np.random.default_rng(0x5EED).integers(1, 2**63, size=34, dtype=np.uint64) | np.uint64(1)
-        with np.errstate(over="ignore"):
-            h = np.dot(rel, mix[:32]) + exec_mask.astype(np.uint64) * mix[32] + access_bytes.astype(np.uint64) * mix[33]
+        h = np.empty(len(rows), dtype=np.uint64)
+        for lo in range(0, len(rows), _CHUNK):
+            sl = slice(lo, lo + _CHUNK)
+            rel = _rebased(addresses, rows[sl], exec_mask[sl], step)
+            with np.errstate(over="ignore"):
+                h[sl] = np.dot(rel, mix[:32]) + exec_mask[sl].astype(np.uint64) * mix[32] \
+                    + access_bytes[sl].astype(np.uint64) * mix[33]
         uniq, first, inverse = np.unique(h, return_index=True, return_inverse=True)
         inverse = inverse.reshape(-1)
-        rep = first[inverse]
-        if len(uniq) < len(rel) and (exec_mask[rep] == exec_mask).all() \
-                and (access_bytes[rep] == access_bytes).all() and (rel[rep] == rel).all():
-            out = shared_wavefronts(rel[first], access_bytes[first], exec_mask[first], banks, bank_width_bytes,
-                                    phase_bytes, bank_row_words, pack_uniform_pairs, return_ideal=True, _dedupe=False)
-            wavefronts, ideal = out[0][inverse], out[1][inverse]
-            return (wavefronts, ideal) if return_ideal else wavefronts
+        if len(uniq) < len(rows):
+            patterns = _rebased(addresses, rows[first], exec_mask[first], step)
+            same = (exec_mask[first][inverse] == exec_mask).all() and (access_bytes[first][inverse] == access_bytes).all()
+            for lo in range(0, len(rows), _CHUNK):
+                if not same:
+                    break
+                sl = slice(lo, lo + _CHUNK)
+                same = (patterns[inverse[sl]] == _rebased(addresses, rows[sl], exec_mask[sl], step)).all()
+            if same:
+                out = shared_wavefronts(patterns, access_bytes[first], exec_mask[first], banks, bank_width_bytes,
+                                        phase_bytes, bank_row_words, pack_uniform_pairs, return_ideal=True,
+                                        _dedupe=False)
+                wavefronts, ideal = out[0][inverse], out[1][inverse]
+                return (wavefronts, ideal) if return_ideal else wavefronts
+    addresses = addresses[rows]
     lanes = _lane_bits(exec_mask)
     n = len(addresses)
     phase_bytes = phase_bytes or banks * bank_width_bytes
@@ -187,6 +193,23 @@ def shared_wavefronts(addresses, access_bytes, exec_mask, banks: int = 32, bank_
             wavefronts[r], ideal[r] = _shared_block(addresses[r], lanes[r], int(nbytes), int(lpp), banks,
                                                     bank_width_bytes, bank_row_words)
     return (wavefronts, ideal) if return_ideal else wavefronts
+
+
+def _rebased(addresses, rows, exec_mask, step) -> np.ndarray:
+    """addresses[rows] less each row's lowest executing address rounded down to `step` bytes (0 in
+    lanes that do not execute): the access's pattern, unchanged by moves of whole bank rows."""
+    a = addresses[rows]
+    partial = np.flatnonzero(exec_mask != np.uint32(0xFFFFFFFF))  # few: most accesses run on all lanes
+    base = a.min(axis=1)
+    if len(partial):
+        lanes = _lane_bits(exec_mask[partial])
+        big = np.iinfo(np.uint64).max
+        low = np.where(lanes, a[partial], big).min(axis=1)
+        base[partial] = np.where(low == big, 0, low)
+    a -= (base // step * step)[:, None]
+    if len(partial):
+        a[partial] = np.where(lanes, a[partial], 0)
+    return a
 
 
 def _uniform_pairs(addr: np.ndarray, lanes: np.ndarray) -> np.ndarray:
@@ -320,40 +343,55 @@ def reuse_hit_slots(program, trace, table=None, memory_ops: bool = False) -> np.
     ``DFMA R78, R54.reuse, ..`` / ``LDS.64`` / ``DFMA R80, R54, ..`` in dgemm_unroll on sm_90).
     Vectorised per slot over the records that read it: each against the one before it.
     """
-    return _reuse_hits(program, trace, table or operand_table(program), memory_ops).astype(np.int64)
-
-
-def _reuse_hits(program, trace, table, memory_ops: bool) -> np.ndarray:
-    """`reuse_hit_slots` as the smallest integer type that holds the slot bits."""
-    slot_reg, slot_width, slot_reuse, _ = table
-    rec = trace.records
-    n = len(rec)
-    hits = np.zeros(n, dtype=np.uint8 if slot_reg.shape[1] <= 8 else np.int64)
-    if n < 2:
-        return hits
-    pc = rec["pc_index"]
-    alu = collector_reads(program, memory_ops)
-    reads = alu[:, None] & (slot_reg >= 0)  # (n_pc, S): the instruction reads a vector register in slot s
-    # per instruction and slot: what a reader needs to find cached (register and width), and what it
-    # leaves cached (the same if flagged .reuse, else nothing: -1 matches no reader)
-    wanted = slot_reg.astype(np.int32) * 1024 + slot_width.astype(np.int32)
-    left = np.where(slot_reuse, wanted, -1)
-    slots = [s for s in range(slot_reg.shape[1]) if (reads[:, s] & slot_reuse[:, s]).any()]  # others never hit
-    if not slots:
-        return hits
-    bits = sum(reads[:, s].astype(np.int64) << i for i, s in enumerate(slots))
-    record_bits = bits.astype(np.uint8 if len(slots) <= 8 else np.int64)[pc]  # slots each record reads
-    warp_starts = trace.warp_starts
-    for i, s in enumerate(slots):
-        idx = np.flatnonzero(record_bits & record_bits.dtype.type(1 << i))  # readers of slot s, in (warp, seq) order
-        if len(idx) < 2:
-            continue
-        p = pc[idx]
-        hit = left[:, s][p[:-1]] == wanted[:, s][p[1:]]  # reader j against reader j - 1 ...
-        first = np.searchsorted(idx, warp_starts)  # ... of the same warp: a warp's first reader finds nothing
-        hit[first[(first > 0) & (first < len(idx))] - 1] = False
-        hits[idx[1:][hit]] |= hits.dtype.type(1 << s)
+    reuse = _Reuse(program, table or operand_table(program), memory_ops)
+    pc = trace.records["pc_index"]
+    hits = np.zeros(len(pc), dtype=np.int64)
+    for a, b, starts in _warp_blocks(trace):
+        hits[a:b] = reuse.hits(pc[a:b], starts)
     return hits
+
+
+def _warp_blocks(trace):
+    """(first, end, warp starts relative to first) of consecutive blocks of whole warps of about
+    _BLOCK_RECORDS records: per-record work done a block at a time needs bounded temporary memory."""
+    starts, n, size = np.asarray(trace.warp_starts, dtype=np.int64), len(trace.records), _BLOCK_RECORDS
+    at = np.searchsorted(starts, np.arange(size, n, size))
+    bounds = np.unique(np.r_[0, np.append(starts, n)[at], n])
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        yield int(a), int(b), starts[(starts >= a) & (starts < b)] - a
+
+
+class _Reuse:
+    """The reuse-cache rule of `reuse_hit_slots` for one program, applied to blocks of whole warps."""
+
+    def __init__(self, program, table, memory_ops: bool):
+        slot_reg, slot_width, slot_reuse, _ = table
+        reads = collector_reads(program, memory_ops)[:, None] & (slot_reg >= 0)  # (n_pc, S): reads slot s
+        # per instruction and slot: what a reader needs to find cached (register and width), and what
+        # it leaves cached (the same if flagged .reuse, else nothing: -1 matches no reader)
+        self.wanted = slot_reg.astype(np.int32) * 1024 + slot_width.astype(np.int32)
+        self.left = np.where(slot_reuse, self.wanted, -1)
+        self.slots = [s for s in range(slot_reg.shape[1]) if (reads[:, s] & slot_reuse[:, s]).any()]  # others never hit
+        self.dtype = np.uint8 if slot_reg.shape[1] <= 8 else np.int64
+        bits = sum(reads[:, s].astype(np.int64) << i for i, s in enumerate(self.slots))
+        self.bits = np.asarray(bits, dtype=np.uint8 if len(self.slots) <= 8 else np.int64)  # slots read, per pc
+
+    def hits(self, pc: np.ndarray, warp_starts: np.ndarray) -> np.ndarray:
+        """Slot bits hit, per record of `pc` (whole warps, starting at `warp_starts`)."""
+        hits = np.zeros(len(pc), dtype=self.dtype)
+        if len(pc) < 2 or not self.slots:
+            return hits
+        record_bits = self.bits[pc]
+        for i, s in enumerate(self.slots):
+            idx = np.flatnonzero(record_bits & record_bits.dtype.type(1 << i))  # readers of slot s, in (warp, seq) order
+            if len(idx) < 2:
+                continue
+            p = pc[idx]
+            hit = self.left[:, s][p[:-1]] == self.wanted[:, s][p[1:]]  # reader j against reader j - 1 ...
+            first = np.searchsorted(idx, warp_starts)  # ... of the same warp: a warp's first reader finds nothing
+            hit[first[(first > 0) & (first < len(idx))] - 1] = False
+            hits[idx[1:][hit]] |= hits.dtype.type(1 << s)
+        return hits
 
 
 def register_bank_conflicts(program, trace, banks: int = 4, bank_width_bits: int = 32, reuse_cache: bool = True,
@@ -372,26 +410,34 @@ def register_bank_conflicts(program, trace, banks: int = 4, bank_width_bits: int
     # cost if no operand came from the reuse cache: per instruction
     no_reuse_pc = np.array([bank_conflict_cycles([r for regs in slots for r in regs], banks, bank_width_bits)
                             if reads[p] else 0 for p, slots in enumerate(regs_read)], dtype=COLUMN_DTYPE)
-    hits = _reuse_hits(program, trace, table, memory_ops) if reuse_cache else None
-    if hits is None or not hits.any():
-        cost = no_reuse_pc[pc]
-        if not return_hits:
-            return cost
-        return cost, np.zeros(len(pc), dtype=COLUMN_DTYPE), cost.copy()
     width = 1 << table[0].shape[1]
-    combo = pc * np.int32(width) + hits.astype(np.int32)  # (instruction, slots hit): a small non-negative int
-    present = np.flatnonzero(np.bincount(combo, minlength=1))  # distinct by counting (np.unique would sort)
-    cost_of = np.zeros(len(no_reuse_pc) * width, dtype=COLUMN_DTYPE)
-    for key in present:
-        p, mask = divmod(int(key), width)
-        if reads[p]:
-            slots = regs_read[p]
-            cost_of[key] = bank_conflict_cycles([r for s, regs in enumerate(slots) if not (mask >> s) & 1
-                                                 for r in regs], banks, bank_width_bits)
-    cost = cost_of[combo]
+    popcount = np.array([bin(m).count("1") for m in range(width)], dtype=COLUMN_DTYPE)
+    cost_of = no_reuse_pc.repeat(width)  # per (instruction, slots hit): filled in as pairs turn up
+    known = np.zeros(len(cost_of), dtype=bool)
+    known[::width] = True  # no slot hit: the cost without the reuse cache
+    reuse = _Reuse(program, table, memory_ops) if reuse_cache else None
+    cost = np.empty(len(pc), dtype=COLUMN_DTYPE)
+    n_hits = np.zeros(len(pc), dtype=COLUMN_DTYPE) if return_hits else None
+    for a, b, starts in _warp_blocks(trace):
+        p = pc[a:b]
+        hits = reuse.hits(p, starts) if reuse is not None else None
+        if hits is None or not hits.any():
+            cost[a:b] = no_reuse_pc[p]
+            continue
+        combo = p * np.int32(width) + hits.astype(np.int32)  # (instruction, slots hit): a small non-negative int
+        present = np.flatnonzero(np.bincount(combo, minlength=len(known)).astype(bool) & ~known)
+        for key in present:  # distinct by counting (np.unique would sort)
+            q, mask = divmod(int(key), width)
+            if reads[q]:
+                slots = regs_read[q]
+                cost_of[key] = bank_conflict_cycles([r for s, regs in enumerate(slots) if not (mask >> s) & 1
+                                                     for r in regs], banks, bank_width_bits)
+            known[key] = True
+        cost[a:b] = cost_of[combo]
+        if return_hits:
+            n_hits[a:b] = popcount[hits]
     if return_hits:
-        popcount = np.array([bin(m).count("1") for m in range(width)], dtype=COLUMN_DTYPE)
-        return cost, popcount[hits], no_reuse_pc[pc]
+        return cost, n_hits, no_reuse_pc[pc]
     return cost
 
 
@@ -443,11 +489,11 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
         sel = mem[kind == kinds.index(k) + 1]
         if len(sel):
             r = rows[sel]
-            w, ideal = shared_wavefronts(trace.addresses[r], trace.access_bytes[r], rec["exec_mask"][sel],
+            w, ideal = shared_wavefronts(trace.addresses, trace.access_bytes[r], rec["exec_mask"][sel],
                                          smem_banks, smem_bank_width_bytes, phase_bytes=smem_phase_bytes,
                                          bank_row_words=smem_bank_row_words,
                                          pack_uniform_pairs=smem_pack_uniform_pairs and k == SHARED_LOAD,
-                                         return_ideal=True)
+                                         return_ideal=True, rows=r)
             cols["smem_wavefronts"][sel], cols["smem_conflicts"][sel] = w, w - ideal
     sel = mem[kind >= kinds.index(GLOBAL_LOAD) + 1]
     if len(sel):

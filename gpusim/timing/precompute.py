@@ -105,9 +105,12 @@ _ACCESS_KIND = {"LDS": SHARED_LOAD, "STS": SHARED_STORE, "LDG": GLOBAL_LOAD, "LD
                 "STG": GLOBAL_STORE, "ST": GLOBAL_STORE}
 _CHUNK = 1 << 15  # rows per vectorised block (bounds temporary memory)
 _BLOCK_RECORDS = 1 << 20  # records per block of whole warps (register columns)
-# per-record columns: every value is small (wavefronts <= 32 lanes x 4 bank words, sectors and lines
-# <= 32, register-read cycles and reuse hits <= source registers), so 16 bits hold them
-COLUMN_DTYPE = np.int16
+# per-record columns hold small numbers: shared wavefronts and conflicts at most the bank words an
+# access touches (32 lanes x 4 words with 4-byte banks; more with narrower banks in a what-if), so
+# 16 bits; sectors and lines at most 32 (one per lane), register-read cycles and reuse hits at most
+# the source registers / slots, so 8 bits
+COLUMN_DTYPE = np.int16  # smem_wavefronts, smem_conflicts
+SMALL_COLUMN_DTYPE = np.int8  # gsectors, glines, reg_conflict_cycles, reuse_hits, reg_conflict_cycles_no_reuse
 
 
 def access_kind(ins) -> str | None:
@@ -144,37 +147,18 @@ def shared_wavefronts(addresses, access_bytes, exec_mask, banks: int = 32, bank_
     rows = np.arange(len(addresses)) if rows is None else np.asarray(rows)
     access_bytes = np.asarray(access_bytes).astype(np.int64)
     exec_mask = np.asarray(exec_mask, dtype=np.uint32)
-    if _dedupe and len(rows) > 64:
+    if _dedupe:
         # The rule is unchanged when all of an access's addresses move by a whole number of bank
         # rows (banks x width x row words): GEMM loops repeat a few patterns thousands of times, so
-        # each distinct pattern is worked out once. Rows are grouped by a 64-bit hash of (pattern,
-        # exec_mask, access_bytes), a checked one: equal hashes must be equal rows. Blocks of rows
-        # at a time (bounded temporary memory).
-        step = np.uint64(banks * bank_width_bytes * bank_row_words)
-        mix = np.random.default_rng(0x5EED).integers(1, 2**63, size=34, dtype=np.uint64) | np.uint64(1)
-        h = np.empty(len(rows), dtype=np.uint64)
-        for lo in range(0, len(rows), _CHUNK):
-            sl = slice(lo, lo + _CHUNK)
-            rel = _rebased(addresses, rows[sl], exec_mask[sl], step)
-            with np.errstate(over="ignore"):
-                h[sl] = np.dot(rel, mix[:32]) + exec_mask[sl].astype(np.uint64) * mix[32] \
-                    + access_bytes[sl].astype(np.uint64) * mix[33]
-        uniq, first, inverse = np.unique(h, return_index=True, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        if len(uniq) < len(rows):
-            patterns = _rebased(addresses, rows[first], exec_mask[first], step)
-            same = (exec_mask[first][inverse] == exec_mask).all() and (access_bytes[first][inverse] == access_bytes).all()
-            for lo in range(0, len(rows), _CHUNK):
-                if not same:
-                    break
-                sl = slice(lo, lo + _CHUNK)
-                same = (patterns[inverse[sl]] == _rebased(addresses, rows[sl], exec_mask[sl], step)).all()
-            if same:
-                out = shared_wavefronts(patterns, access_bytes[first], exec_mask[first], banks, bank_width_bytes,
-                                        phase_bytes, bank_row_words, pack_uniform_pairs, return_ideal=True,
-                                        _dedupe=False)
-                wavefronts, ideal = out[0][inverse], out[1][inverse]
-                return (wavefronts, ideal) if return_ideal else wavefronts
+        # each distinct pattern is worked out once
+        found = _patterns(addresses, rows, exec_mask, access_bytes, banks * bank_width_bytes * bank_row_words)
+        if found is not None:
+            first, inverse, patterns = found
+            out = shared_wavefronts(patterns, access_bytes[first], exec_mask[first], banks, bank_width_bytes,
+                                    phase_bytes, bank_row_words, pack_uniform_pairs, return_ideal=True,
+                                    _dedupe=False)
+            wavefronts, ideal = out[0][inverse], out[1][inverse]
+            return (wavefronts, ideal) if return_ideal else wavefronts
     addresses = addresses[rows]
     lanes = _lane_bits(exec_mask)
     n = len(addresses)
@@ -193,6 +177,36 @@ def shared_wavefronts(addresses, access_bytes, exec_mask, banks: int = 32, bank_
             wavefronts[r], ideal[r] = _shared_block(addresses[r], lanes[r], int(nbytes), int(lpp), banks,
                                                     bank_width_bytes, bank_row_words)
     return (wavefronts, ideal) if return_ideal else wavefronts
+
+
+def _patterns(addresses, rows, exec_mask, access_bytes, step: int):
+    """The distinct access patterns among rows `rows` of `addresses` (with their exec_mask and
+    access_bytes): (first row of each pattern, pattern of each row, the patterns as `_rebased`
+    rows), or None when there are few rows or no repeats. Rows are grouped by a 64-bit hash, a
+    checked one: equal hashes must be equal rows. Blocks of rows at a time (bounded temporaries)."""
+    if len(rows) <= 64:
+        return None
+    step = np.uint64(step)
+    mix = np.random.default_rng(0x5EED).integers(1, 2**63, size=34, dtype=np.uint64) | np.uint64(1)
+    h = np.empty(len(rows), dtype=np.uint64)
+    for lo in range(0, len(rows), _CHUNK):
+        sl = slice(lo, lo + _CHUNK)
+        rel = _rebased(addresses, rows[sl], exec_mask[sl], step)
+        with np.errstate(over="ignore"):
+            h[sl] = np.dot(rel, mix[:32]) + exec_mask[sl].astype(np.uint64) * mix[32] \
+                + access_bytes[sl].astype(np.uint64) * mix[33]
+    uniq, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    if len(uniq) == len(rows):
+        return None
+    inverse = inverse.reshape(-1)
+    patterns = _rebased(addresses, rows[first], exec_mask[first], step)
+    if not ((exec_mask[first][inverse] == exec_mask).all() and (access_bytes[first][inverse] == access_bytes).all()):
+        return None
+    for lo in range(0, len(rows), _CHUNK):
+        sl = slice(lo, lo + _CHUNK)
+        if not (patterns[inverse[sl]] == _rebased(addresses, rows[sl], exec_mask[sl], step)).all():
+            return None
+    return first, inverse, patterns
 
 
 def _rebased(addresses, rows, exec_mask, step) -> np.ndarray:
@@ -250,22 +264,35 @@ def _shared_block(addr, lanes, nbytes, lanes_per_phase, banks, bank_width, bank_
 
 
 # ---- global memory -------------------------------------------------------------------------------
-def global_sectors(addresses, access_bytes, exec_mask, sector_bytes: int = 32, line_bytes: int = 128):
-    """(sectors, lines): distinct sectors and cache lines touched by the executing lanes of each access.
+def global_sectors(addresses, access_bytes, exec_mask, sector_bytes: int = 32, line_bytes: int = 128, rows=None):
+    """(sectors, lines): distinct sectors and cache lines touched by the executing lanes of each access
+    (`rows`: the accesses are rows `rows` of `addresses`).
 
-    Every lane's access is naturally aligned (asserted), so it lies inside one sector.
+    Every lane's access is naturally aligned (asserted), so it lies inside one sector. Both counts
+    (and the alignment) are unchanged when all of an access's addresses move by a whole number of
+    lines: each distinct pattern is worked out once.
     """
     addresses = np.asarray(addresses, dtype=np.uint64)
+    rows = np.arange(len(addresses)) if rows is None else np.asarray(rows)
     access_bytes = np.asarray(access_bytes).astype(np.uint64)
-    lanes = _lane_bits(exec_mask)
-    misaligned = lanes & ((addresses % access_bytes[:, None]) != 0)
+    exec_mask = np.asarray(exec_mask, dtype=np.uint32)
+    step = np.lcm.reduce([sector_bytes, line_bytes, 16])  # 16: the widest naturally aligned lane access
+    found = _patterns(addresses, rows, exec_mask, access_bytes, int(step))
+    if found is None:
+        first, inverse, patterns = np.arange(len(rows)), None, addresses[rows]
+    else:
+        first, inverse, patterns = found
+    lanes = _lane_bits(exec_mask[first])
+    misaligned = lanes & ((patterns % access_bytes[first][:, None]) != 0)
     if misaligned.any():
-        row = int(np.flatnonzero(misaligned.any(axis=1))[0])
+        row = int(first[misaligned.any(axis=1)].min())  # the first misaligned row
+        bad = _lane_bits(exec_mask[row:row + 1])[0] & ((addresses[rows[row]] % access_bytes[row]) != 0)
         raise AssertionError(f"misaligned global access in memory row {row}: "
-                             f"{access_bytes[row]} bytes at {addresses[row][misaligned[row]][:4]}")
+                             f"{access_bytes[row]} bytes at {addresses[rows[row]][bad][:4]}")
     assert (access_bytes <= sector_bytes).all(), "a lane's access is wider than a sector"
-    return _distinct_per_row(addresses // np.uint64(sector_bytes), lanes), \
-        _distinct_per_row(addresses // np.uint64(line_bytes), lanes)
+    sectors = _distinct_per_row(patterns // np.uint64(sector_bytes), lanes)
+    lines = _distinct_per_row(patterns // np.uint64(line_bytes), lanes)
+    return (sectors, lines) if inverse is None else (sectors[inverse], lines[inverse])
 
 
 def _distinct_per_row(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -409,15 +436,15 @@ def register_bank_conflicts(program, trace, banks: int = 4, bank_width_bits: int
     reads = collector_reads(program, memory_ops)
     # cost if no operand came from the reuse cache: per instruction
     no_reuse_pc = np.array([bank_conflict_cycles([r for regs in slots for r in regs], banks, bank_width_bits)
-                            if reads[p] else 0 for p, slots in enumerate(regs_read)], dtype=COLUMN_DTYPE)
+                            if reads[p] else 0 for p, slots in enumerate(regs_read)], dtype=SMALL_COLUMN_DTYPE)
     width = 1 << table[0].shape[1]
-    popcount = np.array([bin(m).count("1") for m in range(width)], dtype=COLUMN_DTYPE)
+    popcount = np.array([bin(m).count("1") for m in range(width)], dtype=SMALL_COLUMN_DTYPE)
     cost_of = no_reuse_pc.repeat(width)  # per (instruction, slots hit): filled in as pairs turn up
     known = np.zeros(len(cost_of), dtype=bool)
     known[::width] = True  # no slot hit: the cost without the reuse cache
     reuse = _Reuse(program, table, memory_ops) if reuse_cache else None
-    cost = np.empty(len(pc), dtype=COLUMN_DTYPE)
-    n_hits = np.zeros(len(pc), dtype=COLUMN_DTYPE) if return_hits else None
+    cost = np.empty(len(pc), dtype=SMALL_COLUMN_DTYPE)
+    n_hits = np.zeros(len(pc), dtype=SMALL_COLUMN_DTYPE) if return_hits else None
     for a, b, starts in _warp_blocks(trace):
         p = pc[a:b]
         hits = reuse.hits(p, starts) if reuse is not None else None
@@ -469,8 +496,9 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
                smem_banks: int = 32, smem_bank_width_bytes: int = 4, smem_bank_row_words: int = 1,
                smem_phase_bytes: int | None = None, smem_pack_uniform_pairs: bool = False,
                sector_bytes: int = 32, line_bytes: int = 128) -> dict[str, np.ndarray]:
-    """Per record columns (aligned with ``trace.records``, int16: `COLUMN_DTYPE`): smem_wavefronts,
-    smem_conflicts, gsectors, glines, reg_conflict_cycles, reuse_hits, reg_conflict_cycles_no_reuse. Records that
+    """Per record columns (aligned with ``trace.records``; int16 `COLUMN_DTYPE`: smem_wavefronts,
+    smem_conflicts; int8 `SMALL_COLUMN_DTYPE`: gsectors, glines, reg_conflict_cycles, reuse_hits,
+    reg_conflict_cycles_no_reuse). Records that
     are not such accesses get 0. `rules_for_arch` gives the keyword arguments per architecture.
 
     smem_pack_uniform_pairs applies to shared loads only (it is a property of the return path);
@@ -478,7 +506,8 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
     """
     rec = trace.records
     n = len(rec)
-    cols = {k: np.zeros(n, dtype=COLUMN_DTYPE) for k in ("smem_wavefronts", "smem_conflicts", "gsectors", "glines")}
+    cols = {k: np.zeros(n, dtype=COLUMN_DTYPE if k.startswith("smem") else SMALL_COLUMN_DTYPE)
+            for k in ("smem_wavefronts", "smem_conflicts", "gsectors", "glines")}
     kinds = (SHARED_LOAD, SHARED_STORE, GLOBAL_LOAD, GLOBAL_STORE)
     kind_of_pc = np.array([kinds.index(k) + 1 if (k := access_kind(ins)) else 0 for ins in program.instructions],
                           dtype=np.int8)  # 0: not a shared or global access
@@ -498,8 +527,9 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
     sel = mem[kind >= kinds.index(GLOBAL_LOAD) + 1]
     if len(sel):
         r = rows[sel]
-        cols["gsectors"][sel], cols["glines"][sel] = global_sectors(trace.addresses[r], trace.access_bytes[r],
-                                                                    rec["exec_mask"][sel], sector_bytes, line_bytes)
+        cols["gsectors"][sel], cols["glines"][sel] = global_sectors(trace.addresses, trace.access_bytes[r],
+                                                                    rec["exec_mask"][sel], sector_bytes, line_bytes,
+                                                                    rows=r)
     conflicts, hits, no_reuse = register_bank_conflicts(program, trace, reg_banks, reg_bank_width_bits, reuse_cache,
                                                         reg_memory_ops, return_hits=True)
     cols["reg_conflict_cycles"], cols["reuse_hits"], cols["reg_conflict_cycles_no_reuse"] = conflicts, hits, no_reuse

@@ -54,18 +54,18 @@ class Elision:
     load_sectors32: np.ndarray | None = None  # distinct 32-byte sectors read by global loads, all records
 
 
-def elide_records(program, warp: np.ndarray, pcs: np.ndarray, step_pcs: np.ndarray, n_warps: int,
-                  head: int, tail: int):
+def elide_records(program, warp: np.ndarray, pcs: np.ndarray, starts: np.ndarray, pc_counts: np.ndarray,
+                  step_pcs: np.ndarray, n_warps: int, head: int, tail: int):
     """Which records of a trace to keep: (keep mask over the records, Elision), or (None, None) when
     there is no main loop or nothing to leave out. `warp`, `pcs`: global warp id and instruction
-    index of each record in trace order (each warp's records together, in execution order);
-    `step_pcs`: the emulator log's instruction index per step; `n_warps`: warps emulated.
+    index of each record in trace order (each warp's records together, in execution order, the
+    warps starting at `starts`); `pc_counts`: records per instruction index; `step_pcs`: the
+    emulator log's instruction index per step; `n_warps`: warps emulated.
 
     An iteration ends with its back-edge record; record r of a warp belongs to iteration k = the
     number of back edges the warp executed before r (k = 0 includes the prologue, k = n the
-    epilogue). Iterations head .. n - tail - 1 are left out. k is a running count of back edges
-    over the trace, less its value where the warp's records begin."""
-    pc_counts = np.bincount(pcs, minlength=len(program)).astype(np.int64)
+    epilogue). Iterations head .. n - tail - 1 are left out: the records after the warp's head-th
+    back edge up to and including its (n - tail)-th, one range per warp."""
     branch = main_loop_branch(program, pc_counts)
     if branch is None:
         return None, None
@@ -74,22 +74,22 @@ def elide_records(program, warp: np.ndarray, pcs: np.ndarray, step_pcs: np.ndarr
     if (int(np.count_nonzero(step_pcs == branch)) + 1) * n_warps > 50_000_000:
         return None, None
     n = len(pcs)
-    starts = np.flatnonzero(np.r_[True, warp[1:] != warp[:-1]])
-    lengths = np.diff(np.r_[starts, n])
-    back = pcs == branch
-    before = np.cumsum(back, dtype=np.int64) - back  # back edges anywhere before each record
-    k = before - np.repeat(before[starts], lengths)
-    edges = np.add.reduceat(back, starts, dtype=np.int64)  # back edges per warp
-    drop = (k >= head) & (k < np.repeat(edges - tail, lengths))
-    if not drop.any():
+    back = np.flatnonzero(pcs == branch)  # positions of the back edges, warp by warp
+    first_edge = np.searchsorted(back, starts)  # index in `back` of each warp's first back edge
+    edges = np.diff(np.r_[first_edge, len(back)])  # back edges per warp
+    cut = np.flatnonzero(edges - tail > head)  # warps with iterations to leave out
+    if not len(cut):
         return None, None
+    lo = starts[cut] if head == 0 else back[first_edge[cut] + head - 1] + 1  # first record left out
+    hi = back[first_edge[cut] + edges[cut] - tail - 1] + 1  # past the last one
     el = Elision(branch=branch, head=head, tail=tail)
-    at = np.add.reduceat(k < head, starts, dtype=np.int64)
-    left_out = np.add.reduceat(drop, starts, dtype=np.int64)
-    for i in np.flatnonzero(left_out):
-        el.warps[int(warp[starts[i]])] = (int(at[i]), int(edges[i] - tail - head), int(left_out[i]))
-    el.pc_counts = np.bincount(pcs[drop], minlength=len(program))
-    return ~drop, el
+    for w, a, b, e, ws in zip(warp[starts[cut]].tolist(), lo.tolist(), hi.tolist(), edges[cut].tolist(),
+                              starts[cut].tolist()):
+        el.warps[int(w)] = (a - ws, e - tail - head, b - a)
+    bounds = np.c_[lo, hi].ravel()
+    keep = np.repeat(np.tile([True, False], len(cut)).tolist() + [True], np.diff(np.r_[0, bounds, n]))
+    el.pc_counts = np.bincount(pcs[~keep], minlength=len(program))
+    return keep, el
 
 
 def distinct_sectors(addresses: np.ndarray, shift: int = 5) -> np.ndarray:

@@ -114,29 +114,42 @@ class DynamicTrace:
         if any(log.mem[s][0].shape[0] != c for s, c in zip(mem_steps, step_rows)):
             raise TraceFormatError("emulator log's address rows do not match its memory records", program.kernel)
 
-        # the records in trace order (warp, then time), all of them; fields filled one at a time
-        records = np.empty(lay.n, dtype=RECORD_DTYPE)
-        records["warp"] = lay.warp()
-        records["pc_index"] = lay.pc()
-        records["active_mask"] = lay.active()
+        # records to keep (all, or all but the left-out main-loop iterations)
+        keep = elision = None
+        if keep_loop is not None and exec_exact:
+            pc_counts = np.bincount(lay.step_pcs, weights=lay.counts, minlength=len(program)).astype(np.int64)
+            keep, elision = elide_records(program, lay.warp(), lay.pc(), lay.warp_starts, pc_counts, lay.step_pcs,
+                                          n_local, *keep_loop)
+        if keep is not None:
+            elision.load_sectors32 = _load_sectors(program, log, mem_steps, lay.counts)
+            kept_at = np.cumsum(keep, dtype=np.int64 if len(keep) >= 2**31 else np.int32) - 1  # position among the kept
+
+            def take(a):
+                return a[keep]
+
+            def moved(at):  # trace positions of the full trace in the kept one (-1: left out)
+                return np.where(keep[at], kept_at[at], -1)
+        else:
+            def take(a):
+                return a
+
+            def moved(at):
+                return at
+
+        # the records in trace order (warp, then time); fields filled one at a time
+        records = np.empty(lay.n if keep is None else int(np.count_nonzero(keep)), dtype=RECORD_DTYPE)
+        records["warp"] = take(lay.warp())
+        records["pc_index"] = take(lay.pc())
+        records["active_mask"] = take(lay.active())
         exec_mask = records["exec_mask"]
         exec_mask[:] = records["active_mask"]
         if exec_exact:  # steps whose guard left out lanes: their own execution masks (and the active ones)
             steps = np.flatnonzero([e is not m for e, m in zip(log.exec_masks, log.masks)])
             if len(steps):
-                exec_mask[lay.positions(steps)] &= np.concatenate([log.exec_masks[s] for s in steps]).astype(np.uint32)
-        mem_at = lay.positions(mem_steps)  # trace position of each address row (rows numbered in step order)
-
-        # records to keep (all, or all but the left-out main-loop iterations)
-        keep = elision = None
-        if keep_loop is not None and exec_exact:
-            keep, elision = elide_records(program, records["warp"], records["pc_index"], lay.step_pcs, n_local,
-                                          *keep_loop)
-        if keep is not None:
-            elision.load_sectors32 = _load_sectors(program, log, mem_steps, lay.counts)
-            kept_at = np.cumsum(keep) - 1  # position among the kept records
-            mem_at = np.where(keep[mem_at], kept_at[mem_at], -1)
-            records = records[keep]
+                at = moved(lay.positions(steps))
+                masks = np.concatenate([log.exec_masks[s] for s in steps]).astype(np.uint32)
+                exec_mask[at[at >= 0]] &= masks[at >= 0]
+        mem_at = moved(lay.positions(mem_steps))  # trace position of each address row (rows numbered in step order)
         n = len(records)
         starts = np.flatnonzero(np.r_[True, records["warp"][1:] != records["warp"][:-1]]) if n else np.zeros(0, int)
         seq = records["seq"]
@@ -367,6 +380,7 @@ class _LogLayout:
         self.seg_start = np.empty(len(order), dtype=np.int64)  # trace position of each segment's first record
         self.seg_start[order] = start
         self._sorted = (seg_warp[order], seg_mask[order], self.run_first[seg_run[order]] - start)
+        self.warp_starts = start[np.r_[True, self._sorted[0][1:] != self._sorted[0][:-1]]] if len(start) else start
 
     def _runs(self, per_segment: np.ndarray) -> np.ndarray:
         return np.repeat(per_segment, self.length)

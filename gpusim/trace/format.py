@@ -177,7 +177,6 @@ class DynamicTrace:
                     rows, block = rows[kept], block[kept]
             addresses[rows] = block
             access_bytes[rows] = nbytes
-        exec_mask = records["exec_mask"]
         if not exec_exact:
             # without the guard capture the best evidence for memory lanes is the recorded address
             guarded = np.array([ins.guard is not None and not (ins.guard == 7 and not ins.guard_negated)

@@ -214,3 +214,50 @@ def test_shared_wavefronts_work_out_each_pattern_once_with_the_same_result():
             slow = shared_wavefronts(rows, width, masks, bank_row_words=row_words, pack_uniform_pairs=pack, return_ideal=True,
                                      _dedupe=False)
             assert np.array_equal(fast[0], slow[0]) and np.array_equal(fast[1], slow[1])
+
+
+@pytest.mark.parametrize("block", [1 << 20, 97])  # one block of warps, or one per warp (or two)
+def test_vectorised_register_columns_match_a_loop_over_the_records(data_dir, monkeypatch, block):
+    """reuse_hit_slots / register_bank_conflicts (vectorised) against the rule applied record by
+    record, on random instruction streams of a real listing (its .reuse flags, memory and uniform
+    instructions in between) for several warps."""
+    from gpusim.isa.parser import parse_listing
+    import gpusim.timing.precompute as precompute_module
+    from gpusim.timing.precompute import collector_reads, reuse_hit_slots
+
+    monkeypatch.setattr(precompute_module, "_BLOCK_RECORDS", block)
+
+    for listing, banks, width in (("demo_sm_52.sass", 4, 32), ("demo_sm_90.sass", 2, 64)):
+        prog = parse_listing(data_dir / listing)
+        slot_reg, slot_width, slot_reuse, regs_read = operand_table(prog)
+        alu = collector_reads(prog)
+        rng = np.random.default_rng(11)
+        n_pc = len(prog.instructions)
+        streams = {}
+        for w in (0, 1, 3, 4):  # runs of consecutive instructions from random starts (warp 2 absent)
+            pcs = []
+            while len(pcs) < 300:
+                start = int(rng.integers(0, n_pc))
+                pcs.extend(range(start, min(n_pc, start + int(rng.integers(1, 40)))))
+            streams[w] = pcs
+        tr = trace(streams)
+        want_hits, want_cost, want_no_reuse = [], [], []
+        for w, pcs in streams.items():
+            cached = {}  # slot -> (register, width) left by the last reader of the slot
+            for p in pcs:
+                hit = 0
+                for s in range(slot_reg.shape[1]):
+                    if alu[p] and slot_reg[p, s] >= 0:
+                        if cached.get(s) == (slot_reg[p, s], slot_width[p, s]):
+                            hit |= 1 << s
+                        cached[s] = (slot_reg[p, s], slot_width[p, s]) if slot_reuse[p, s] else None
+                want_hits.append(hit)
+                regs = [r for s, rr in enumerate(regs_read[p]) for r in rr]
+                kept = [r for s, rr in enumerate(regs_read[p]) if not (hit >> s) & 1 for r in rr]
+                want_cost.append(bank_conflict_cycles(kept, banks, width) if alu[p] else 0)
+                want_no_reuse.append(bank_conflict_cycles(regs, banks, width) if alu[p] else 0)
+        assert reuse_hit_slots(prog, tr).tolist() == want_hits
+        assert sum(h != 0 for h in want_hits) > 20  # the streams do exercise the reuse cache
+        cost, hits, no_reuse = register_bank_conflicts(prog, tr, banks, width, return_hits=True)
+        assert cost.tolist() == want_cost and no_reuse.tolist() == want_no_reuse
+        assert hits.tolist() == [bin(h).count("1") for h in want_hits]

@@ -39,20 +39,28 @@ class Buffer:
     nbytes: int
 
 
+def _bytes_of(data) -> np.ndarray:
+    """The bytes of a buffer (bytes, or an array in C order, as `tobytes` gives them) as a uint8
+    array, without a copy where the array is already contiguous."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return np.frombuffer(data, dtype=np.uint8)
+    return np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+
+
 class GlobalMemory:
     """One byte arena holding all buffers; addresses map to arena offsets."""
 
     def __init__(self, buffers: dict[str, bytes | np.ndarray]):
         self.buffers: list[Buffer] = []
         offset = 0
-        for name, data in buffers.items():
-            raw = np.frombuffer(np.ascontiguousarray(data).tobytes(), dtype=np.uint8)
+        raws = [_bytes_of(data) for data in buffers.values()]
+        for name, raw in zip(buffers, raws):
             self.buffers.append(Buffer(name, GLOBAL_BASE + offset, raw.size))
             offset += -(-(raw.size + GUARD) // ALIGN) * ALIGN
         self.arena = np.zeros(max(offset, 16), dtype=np.uint8)
-        for buf, data in zip(self.buffers, buffers.values()):
+        for buf, raw in zip(self.buffers, raws):
             start = buf.address - GLOBAL_BASE
-            self.arena[start:start + buf.nbytes] = np.frombuffer(np.ascontiguousarray(data).tobytes(), np.uint8)
+            self.arena[start:start + buf.nbytes] = raw
         self._starts = np.array([b.address for b in self.buffers], dtype=np.uint64)
         self._ends = np.array([b.address + b.nbytes for b in self.buffers], dtype=np.uint64)
         self.words = self.arena.view(np.uint32)

@@ -240,7 +240,7 @@ def _deferred_references(workload, inputs: dict, n: int) -> dict:
         if k not in named:  # e.g. the output buffers: not converted to float64 for nothing
             continue
         if isinstance(v, np.ndarray):
-            v = v.astype(np.float64) if v.dtype.kind == "f" else v
+            v = v.astype(np.float64, copy=False) if v.dtype.kind == "f" else v  # float64 inputs: no copy
             v = v.view(_Operand)
         env[k] = v
     refs = {}

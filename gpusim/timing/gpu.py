@@ -48,8 +48,8 @@ class GPU:
                                line_bytes=l1.line_bytes, smem_phase_bytes=arch_rules["smem_phase_bytes"],
                                smem_pack_uniform_pairs=arch_rules["smem_pack_uniform_pairs"])
         rec = trace.records
-        self._record_kinds = np.array([s.kind for s in self.static])[rec["pc_index"]]  # static.ALU, SMEM, ...
-        self._warp_start = np.searchsorted(rec["warp"], np.arange(rec["warp"].max() + 2 if len(rec) else 1))
+        self._record_kinds = np.array([s.kind for s in self.static], dtype=np.int8)[rec["pc_index"]]  # static.ALU, SMEM, ...
+        self._warp_start = trace.warp_offsets(int(trace.warp_ids[-1]) + 2 if len(rec) else 1)
         self._mem_exec = np.zeros(len(trace.addresses), dtype=np.uint32)
         mem = rec["mem_row"] >= 0
         self._mem_exec[rec["mem_row"][mem]] = rec["exec_mask"][mem]

@@ -104,6 +104,13 @@ SHARED_LOAD, SHARED_STORE, GLOBAL_LOAD, GLOBAL_STORE = "shared_ld", "shared_st",
 _ACCESS_KIND = {"LDS": SHARED_LOAD, "STS": SHARED_STORE, "LDG": GLOBAL_LOAD, "LD": GLOBAL_LOAD,
                 "STG": GLOBAL_STORE, "ST": GLOBAL_STORE}
 _CHUNK = 1 << 15  # rows per vectorised block (bounds temporary memory)
+_BLOCK_RECORDS = 1 << 20  # records per block of whole warps (register columns)
+# per-record columns hold small numbers: shared wavefronts and conflicts at most the bank words an
+# access touches (32 lanes x 4 words with 4-byte banks; more with narrower banks in a what-if), so
+# 16 bits; sectors and lines at most 32 (one per lane), register-read cycles and reuse hits at most
+# the source registers / slots, so 8 bits
+COLUMN_DTYPE = np.int16  # smem_wavefronts, smem_conflicts
+SMALL_COLUMN_DTYPE = np.int8  # gsectors, glines, reg_conflict_cycles, reuse_hits, reg_conflict_cycles_no_reuse
 
 
 def access_kind(ins) -> str | None:
@@ -120,10 +127,11 @@ def _lane_bits(exec_mask: np.ndarray) -> np.ndarray:
 # ---- shared memory -------------------------------------------------------------------------------
 def shared_wavefronts(addresses, access_bytes, exec_mask, banks: int = 32, bank_width_bytes: int = 4,
                       phase_bytes: int | None = None, bank_row_words: int = 1, pack_uniform_pairs: bool = False,
-                      return_ideal: bool = False, _dedupe: bool = True):
+                      return_ideal: bool = False, _dedupe: bool = True, rows=None):
     """Wavefronts each shared-memory warp access needs (and, with return_ideal, the ideal count).
 
-    addresses (N, 32) byte offsets, access_bytes (N,) bytes per lane, exec_mask (N,) uint32.
+    addresses (N, 32) byte offsets, access_bytes (N,) bytes per lane, exec_mask (N,) uint32
+    (`rows`: the accesses are rows `rows` of `addresses`, which is not copied out as a whole).
     A phase holds ``phase_bytes // access_bytes`` lanes (at most 32; phase_bytes defaults to
     banks * bank_width_bytes, one pass over all banks); each lane touches
     ``max(1, access_bytes // bank_width_bytes)`` consecutive bank words. A phase costs the maximum
@@ -136,31 +144,23 @@ def shared_wavefronts(addresses, access_bytes, exec_mask, banks: int = 32, bank_
     (t, t^2), reads the same address, a phase holds twice as many lanes [FORUM77228].
     """
     addresses = np.asarray(addresses, dtype=np.uint64)
+    rows = np.arange(len(addresses)) if rows is None else np.asarray(rows)
     access_bytes = np.asarray(access_bytes).astype(np.int64)
     exec_mask = np.asarray(exec_mask, dtype=np.uint32)
-    lanes = _lane_bits(exec_mask)
-    if _dedupe and len(addresses) > 64:
+    if _dedupe:
         # The rule is unchanged when all of an access's addresses move by a whole number of bank
         # rows (banks x width x row words): GEMM loops repeat a few patterns thousands of times, so
         # each distinct pattern is worked out once
-        step = np.uint64(banks * bank_width_bytes * bank_row_words)
-        big = np.iinfo(np.uint64).max
-        base = np.where(lanes, addresses, big).min(axis=1)
-        base = np.where(base == big, 0, base) // step * step
-        rel = np.where(lanes, addresses - base[:, None], 0)
-        key = np.concatenate([rel, exec_mask[:, None].astype(np.uint64), access_bytes[:, None].astype(np.uint64)],
-                             axis=1)
-        # rows by a 64-bit hash (a checked one: equal hashes must be equal rows)
-        mix = np.random.default_rng(0x5EED).integers(1, 2**63, size=key.shape[1], dtype=np.uint64) | np.uint64(1)
-        with np.errstate(over="ignore"):
-            h = (key * mix).sum(axis=1, dtype=np.uint64)
-        uniq, first, inverse = np.unique(h, return_index=True, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        if len(uniq) < len(key) and (key[first[inverse]] == key).all():
-            out = shared_wavefronts(rel[first], access_bytes[first], exec_mask[first], banks, bank_width_bytes,
-                                    phase_bytes, bank_row_words, pack_uniform_pairs, return_ideal=True, _dedupe=False)
+        found = _patterns(addresses, rows, exec_mask, access_bytes, banks * bank_width_bytes * bank_row_words)
+        if found is not None:
+            first, inverse, patterns = found
+            out = shared_wavefronts(patterns, access_bytes[first], exec_mask[first], banks, bank_width_bytes,
+                                    phase_bytes, bank_row_words, pack_uniform_pairs, return_ideal=True,
+                                    _dedupe=False)
             wavefronts, ideal = out[0][inverse], out[1][inverse]
             return (wavefronts, ideal) if return_ideal else wavefronts
+    addresses = addresses[rows]
+    lanes = _lane_bits(exec_mask)
     n = len(addresses)
     phase_bytes = phase_bytes or banks * bank_width_bytes
     lanes_per_phase = np.minimum(32, np.maximum(1, phase_bytes // np.maximum(access_bytes, 1)))
@@ -177,6 +177,53 @@ def shared_wavefronts(addresses, access_bytes, exec_mask, banks: int = 32, bank_
             wavefronts[r], ideal[r] = _shared_block(addresses[r], lanes[r], int(nbytes), int(lpp), banks,
                                                     bank_width_bytes, bank_row_words)
     return (wavefronts, ideal) if return_ideal else wavefronts
+
+
+def _patterns(addresses, rows, exec_mask, access_bytes, step: int):
+    """The distinct access patterns among rows `rows` of `addresses` (with their exec_mask and
+    access_bytes): (first row of each pattern, pattern of each row, the patterns as `_rebased`
+    rows), or None when there are few rows or no repeats. Rows are grouped by a 64-bit hash, a
+    checked one: equal hashes must be equal rows. Blocks of rows at a time (bounded temporaries)."""
+    if len(rows) <= 64:
+        return None
+    step = np.uint64(step)
+    mix = np.random.default_rng(0x5EED).integers(1, 2**63, size=34, dtype=np.uint64) | np.uint64(1)
+    h = np.empty(len(rows), dtype=np.uint64)
+    for lo in range(0, len(rows), _CHUNK):
+        sl = slice(lo, lo + _CHUNK)
+        rel = _rebased(addresses, rows[sl], exec_mask[sl], step)
+        with np.errstate(over="ignore"):
+            h[sl] = np.dot(rel, mix[:32]) + exec_mask[sl].astype(np.uint64) * mix[32] \
+                + access_bytes[sl].astype(np.uint64) * mix[33]
+    uniq, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    if len(uniq) == len(rows):
+        return None
+    inverse = inverse.reshape(-1)
+    patterns = _rebased(addresses, rows[first], exec_mask[first], step)
+    if not ((exec_mask[first][inverse] == exec_mask).all() and (access_bytes[first][inverse] == access_bytes).all()):
+        return None
+    for lo in range(0, len(rows), _CHUNK):
+        sl = slice(lo, lo + _CHUNK)
+        if not (patterns[inverse[sl]] == _rebased(addresses, rows[sl], exec_mask[sl], step)).all():
+            return None
+    return first, inverse, patterns
+
+
+def _rebased(addresses, rows, exec_mask, step) -> np.ndarray:
+    """addresses[rows] less each row's lowest executing address rounded down to `step` bytes (0 in
+    lanes that do not execute): the access's pattern, unchanged by moves of whole bank rows."""
+    a = addresses[rows]
+    partial = np.flatnonzero(exec_mask != np.uint32(0xFFFFFFFF))  # few: most accesses run on all lanes
+    base = a.min(axis=1)
+    if len(partial):
+        lanes = _lane_bits(exec_mask[partial])
+        big = np.iinfo(np.uint64).max
+        low = np.where(lanes, a[partial], big).min(axis=1)
+        base[partial] = np.where(low == big, 0, low)
+    a -= (base // step * step)[:, None]
+    if len(partial):
+        a[partial] = np.where(lanes, a[partial], 0)
+    return a
 
 
 def _uniform_pairs(addr: np.ndarray, lanes: np.ndarray) -> np.ndarray:
@@ -217,22 +264,35 @@ def _shared_block(addr, lanes, nbytes, lanes_per_phase, banks, bank_width, bank_
 
 
 # ---- global memory -------------------------------------------------------------------------------
-def global_sectors(addresses, access_bytes, exec_mask, sector_bytes: int = 32, line_bytes: int = 128):
-    """(sectors, lines): distinct sectors and cache lines touched by the executing lanes of each access.
+def global_sectors(addresses, access_bytes, exec_mask, sector_bytes: int = 32, line_bytes: int = 128, rows=None):
+    """(sectors, lines): distinct sectors and cache lines touched by the executing lanes of each access
+    (`rows`: the accesses are rows `rows` of `addresses`).
 
-    Every lane's access is naturally aligned (asserted), so it lies inside one sector.
+    Every lane's access is naturally aligned (asserted), so it lies inside one sector. Both counts
+    (and the alignment) are unchanged when all of an access's addresses move by a whole number of
+    lines: each distinct pattern is worked out once.
     """
     addresses = np.asarray(addresses, dtype=np.uint64)
+    rows = np.arange(len(addresses)) if rows is None else np.asarray(rows)
     access_bytes = np.asarray(access_bytes).astype(np.uint64)
-    lanes = _lane_bits(exec_mask)
-    misaligned = lanes & ((addresses % access_bytes[:, None]) != 0)
+    exec_mask = np.asarray(exec_mask, dtype=np.uint32)
+    step = np.lcm.reduce([sector_bytes, line_bytes, 16])  # 16: the widest naturally aligned lane access
+    found = _patterns(addresses, rows, exec_mask, access_bytes, int(step))
+    if found is None:
+        first, inverse, patterns = np.arange(len(rows)), None, addresses[rows]
+    else:
+        first, inverse, patterns = found
+    lanes = _lane_bits(exec_mask[first])
+    misaligned = lanes & ((patterns % access_bytes[first][:, None]) != 0)
     if misaligned.any():
-        row = int(np.flatnonzero(misaligned.any(axis=1))[0])
+        row = int(first[misaligned.any(axis=1)].min())  # the first misaligned row
+        bad = _lane_bits(exec_mask[row:row + 1])[0] & ((addresses[rows[row]] % access_bytes[row]) != 0)
         raise AssertionError(f"misaligned global access in memory row {row}: "
-                             f"{access_bytes[row]} bytes at {addresses[row][misaligned[row]][:4]}")
+                             f"{access_bytes[row]} bytes at {addresses[rows[row]][bad][:4]}")
     assert (access_bytes <= sector_bytes).all(), "a lane's access is wider than a sector"
-    return _distinct_per_row(addresses // np.uint64(sector_bytes), lanes), \
-        _distinct_per_row(addresses // np.uint64(line_bytes), lanes)
+    sectors = _distinct_per_row(patterns // np.uint64(sector_bytes), lanes)
+    lines = _distinct_per_row(patterns // np.uint64(line_bytes), lanes)
+    return (sectors, lines) if inverse is None else (sectors[inverse], lines[inverse])
 
 
 def _distinct_per_row(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -308,25 +368,57 @@ def reuse_hit_slots(program, trace, table=None, memory_ops: bool = False) -> np.
     Records that do not read slot s leave that slot's cache entry alone: ptxas flags operands whose
     next reader in the slot comes after a memory, uniform or S2R instruction (e.g.
     ``DFMA R78, R54.reuse, ..`` / ``LDS.64`` / ``DFMA R80, R54, ..`` in dgemm_unroll on sm_90).
+    Vectorised per slot over the records that read it: each against the one before it.
     """
-    slot_reg, slot_width, slot_reuse, _ = table or operand_table(program)
-    rec = trace.records
-    n = len(rec)
-    hits = np.zeros(n, dtype=np.int64)
-    if n < 2:
-        return hits
-    pc = rec["pc_index"].astype(np.int64)
-    warp = rec["warp"]
-    alu = collector_reads(program, memory_ops)[pc]
-    for s in range(slot_reg.shape[1]):
-        idx = np.flatnonzero(alu & (slot_reg[pc, s] >= 0))  # records that read slot s, in (warp, seq) order
-        if len(idx) < 2:
-            continue
-        cur, prev = pc[idx[1:]], pc[idx[:-1]]
-        hit = ((warp[idx[1:]] == warp[idx[:-1]]) & slot_reuse[prev, s] & (slot_reg[cur, s] == slot_reg[prev, s])
-               & (slot_width[cur, s] == slot_width[prev, s]))
-        hits[idx[1:][hit]] |= 1 << s
+    reuse = _Reuse(program, table or operand_table(program), memory_ops)
+    pc = trace.records["pc_index"]
+    hits = np.zeros(len(pc), dtype=np.int64)
+    for a, b, starts in _warp_blocks(trace):
+        hits[a:b] = reuse.hits(pc[a:b], starts)
     return hits
+
+
+def _warp_blocks(trace):
+    """(first, end, warp starts relative to first) of consecutive blocks of whole warps of about
+    _BLOCK_RECORDS records: per-record work done a block at a time needs bounded temporary memory."""
+    starts, n, size = np.asarray(trace.warp_starts, dtype=np.int64), len(trace.records), _BLOCK_RECORDS
+    at = np.searchsorted(starts, np.arange(size, n, size))
+    bounds = np.unique(np.r_[0, np.append(starts, n)[at], n])
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        yield int(a), int(b), starts[(starts >= a) & (starts < b)] - a
+
+
+class _Reuse:
+    """The reuse-cache rule of `reuse_hit_slots` for one program, applied to blocks of whole warps."""
+
+    def __init__(self, program, table, memory_ops: bool):
+        slot_reg, slot_width, slot_reuse, _ = table
+        reads = collector_reads(program, memory_ops)[:, None] & (slot_reg >= 0)  # (n_pc, S): reads slot s
+        # per instruction and slot: what a reader needs to find cached (register and width), and what
+        # it leaves cached (the same if flagged .reuse, else nothing: -1 matches no reader)
+        self.wanted = slot_reg.astype(np.int32) * 1024 + slot_width.astype(np.int32)
+        self.left = np.where(slot_reuse, self.wanted, -1)
+        self.slots = [s for s in range(slot_reg.shape[1]) if (reads[:, s] & slot_reuse[:, s]).any()]  # others never hit
+        self.dtype = np.uint8 if slot_reg.shape[1] <= 8 else np.int64
+        bits = sum(reads[:, s].astype(np.int64) << i for i, s in enumerate(self.slots))
+        self.bits = np.asarray(bits, dtype=np.uint8 if len(self.slots) <= 8 else np.int64)  # slots read, per pc
+
+    def hits(self, pc: np.ndarray, warp_starts: np.ndarray) -> np.ndarray:
+        """Slot bits hit, per record of `pc` (whole warps, starting at `warp_starts`)."""
+        hits = np.zeros(len(pc), dtype=self.dtype)
+        if len(pc) < 2 or not self.slots:
+            return hits
+        record_bits = self.bits[pc]
+        for i, s in enumerate(self.slots):
+            idx = np.flatnonzero(record_bits & record_bits.dtype.type(1 << i))  # readers of slot s, in (warp, seq) order
+            if len(idx) < 2:
+                continue
+            p = pc[idx]
+            hit = self.left[:, s][p[:-1]] == self.wanted[:, s][p[1:]]  # reader j against reader j - 1 ...
+            first = np.searchsorted(idx, warp_starts)  # ... of the same warp: a warp's first reader finds nothing
+            hit[first[(first > 0) & (first < len(idx))] - 1] = False
+            hits[idx[1:][hit]] |= hits.dtype.type(1 << s)
+        return hits
 
 
 def register_bank_conflicts(program, trace, banks: int = 4, bank_width_bits: int = 32, reuse_cache: bool = True,
@@ -340,30 +432,40 @@ def register_bank_conflicts(program, trace, banks: int = 4, bank_width_bits: int
     """
     table = operand_table(program)
     regs_read = table[3]
-    pc = trace.records["pc_index"].astype(np.int64)
-    hits = reuse_hit_slots(program, trace, table, memory_ops) if reuse_cache else np.zeros(len(pc), dtype=np.int64)
+    pc = trace.records["pc_index"]
     reads = collector_reads(program, memory_ops)
+    # cost if no operand came from the reuse cache: per instruction
+    no_reuse_pc = np.array([bank_conflict_cycles([r for regs in slots for r in regs], banks, bank_width_bits)
+                            if reads[p] else 0 for p, slots in enumerate(regs_read)], dtype=SMALL_COLUMN_DTYPE)
     width = 1 << table[0].shape[1]
-    combo = pc * width + hits  # small non-negative ints: distinct values by counting (np.unique sorts or hashes)
-    present = np.bincount(combo, minlength=1) > 0
-    keys = np.flatnonzero(present)
-    inverse = (np.cumsum(present) - 1)[combo]
-    cost = np.zeros(len(keys), dtype=np.int64)
-    cost_no_reuse = np.zeros(len(keys), dtype=np.int64)
-    n_hits = np.zeros(len(keys), dtype=np.int64)
-    for k, key in enumerate(keys):
-        p, mask = divmod(int(key), width)
-        if not reads[p]:
+    popcount = np.array([bin(m).count("1") for m in range(width)], dtype=SMALL_COLUMN_DTYPE)
+    cost_of = no_reuse_pc.repeat(width)  # per (instruction, slots hit): filled in as pairs turn up
+    known = np.zeros(len(cost_of), dtype=bool)
+    known[::width] = True  # no slot hit: the cost without the reuse cache
+    reuse = _Reuse(program, table, memory_ops) if reuse_cache else None
+    cost = np.empty(len(pc), dtype=SMALL_COLUMN_DTYPE)
+    n_hits = np.zeros(len(pc), dtype=SMALL_COLUMN_DTYPE) if return_hits else None
+    for a, b, starts in _warp_blocks(trace):
+        p = pc[a:b]
+        hits = reuse.hits(p, starts) if reuse is not None else None
+        if hits is None or not hits.any():
+            cost[a:b] = no_reuse_pc[p]
             continue
-        slots = regs_read[p]
-        cost[k] = bank_conflict_cycles([r for s, regs in enumerate(slots) if not (mask >> s) & 1 for r in regs],
-                                       banks, bank_width_bits)
-        cost_no_reuse[k] = bank_conflict_cycles([r for regs in slots for r in regs], banks, bank_width_bits)
-        n_hits[k] = bin(mask).count("1")
-    inverse = np.asarray(inverse).reshape(-1)
+        combo = p * np.int32(width) + hits.astype(np.int32)  # (instruction, slots hit): a small non-negative int
+        present = np.flatnonzero(np.bincount(combo, minlength=len(known)).astype(bool) & ~known)
+        for key in present:  # distinct by counting (np.unique would sort)
+            q, mask = divmod(int(key), width)
+            if reads[q]:
+                slots = regs_read[q]
+                cost_of[key] = bank_conflict_cycles([r for s, regs in enumerate(slots) if not (mask >> s) & 1
+                                                     for r in regs], banks, bank_width_bits)
+            known[key] = True
+        cost[a:b] = cost_of[combo]
+        if return_hits:
+            n_hits[a:b] = popcount[hits]
     if return_hits:
-        return cost[inverse], n_hits[inverse], cost_no_reuse[inverse]
-    return cost[inverse]
+        return cost, n_hits, no_reuse_pc[pc]
+    return cost
 
 
 # ---- all columns ---------------------------------------------------------------------------------
@@ -394,8 +496,9 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
                smem_banks: int = 32, smem_bank_width_bytes: int = 4, smem_bank_row_words: int = 1,
                smem_phase_bytes: int | None = None, smem_pack_uniform_pairs: bool = False,
                sector_bytes: int = 32, line_bytes: int = 128) -> dict[str, np.ndarray]:
-    """Per record columns (aligned with ``trace.records``, int64): smem_wavefronts, smem_conflicts,
-    gsectors, glines, reg_conflict_cycles, reuse_hits, reg_conflict_cycles_no_reuse. Records that
+    """Per record columns (aligned with ``trace.records``; int16 `COLUMN_DTYPE`: smem_wavefronts,
+    smem_conflicts; int8 `SMALL_COLUMN_DTYPE`: gsectors, glines, reg_conflict_cycles, reuse_hits,
+    reg_conflict_cycles_no_reuse). Records that
     are not such accesses get 0. `rules_for_arch` gives the keyword arguments per architecture.
 
     smem_pack_uniform_pairs applies to shared loads only (it is a property of the return path);
@@ -403,26 +506,30 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
     """
     rec = trace.records
     n = len(rec)
-    cols = {k: np.zeros(n, dtype=np.int64) for k in ("smem_wavefronts", "smem_conflicts", "gsectors", "glines")}
-    kinds = np.array([access_kind(ins) or "" for ins in program.instructions] + [""], dtype=object)
-    rows = rec["mem_row"].astype(np.int64)
-    is_mem = rows >= 0
-    kind = np.where(is_mem, kinds[np.where(is_mem, rec["pc_index"], -1)], "")
+    cols = {k: np.zeros(n, dtype=COLUMN_DTYPE if k.startswith("smem") else SMALL_COLUMN_DTYPE)
+            for k in ("smem_wavefronts", "smem_conflicts", "gsectors", "glines")}
+    kinds = (SHARED_LOAD, SHARED_STORE, GLOBAL_LOAD, GLOBAL_STORE)
+    kind_of_pc = np.array([kinds.index(k) + 1 if (k := access_kind(ins)) else 0 for ins in program.instructions],
+                          dtype=np.int8)  # 0: not a shared or global access
+    rows = rec["mem_row"]
+    mem = np.flatnonzero(rows >= 0)
+    kind = kind_of_pc[rec["pc_index"][mem]]
     for k in (SHARED_LOAD, SHARED_STORE):
-        sel = np.flatnonzero(kind == k)
+        sel = mem[kind == kinds.index(k) + 1]
         if len(sel):
             r = rows[sel]
-            w, ideal = shared_wavefronts(trace.addresses[r], trace.access_bytes[r], rec["exec_mask"][sel],
+            w, ideal = shared_wavefronts(trace.addresses, trace.access_bytes[r], rec["exec_mask"][sel],
                                          smem_banks, smem_bank_width_bytes, phase_bytes=smem_phase_bytes,
                                          bank_row_words=smem_bank_row_words,
                                          pack_uniform_pairs=smem_pack_uniform_pairs and k == SHARED_LOAD,
-                                         return_ideal=True)
+                                         return_ideal=True, rows=r)
             cols["smem_wavefronts"][sel], cols["smem_conflicts"][sel] = w, w - ideal
-    sel = np.flatnonzero((kind == GLOBAL_LOAD) | (kind == GLOBAL_STORE))
+    sel = mem[kind >= kinds.index(GLOBAL_LOAD) + 1]
     if len(sel):
         r = rows[sel]
-        cols["gsectors"][sel], cols["glines"][sel] = global_sectors(trace.addresses[r], trace.access_bytes[r],
-                                                                    rec["exec_mask"][sel], sector_bytes, line_bytes)
+        cols["gsectors"][sel], cols["glines"][sel] = global_sectors(trace.addresses, trace.access_bytes[r],
+                                                                    rec["exec_mask"][sel], sector_bytes, line_bytes,
+                                                                    rows=r)
     conflicts, hits, no_reuse = register_bank_conflicts(program, trace, reg_banks, reg_bank_width_bits, reuse_cache,
                                                         reg_memory_ops, return_hits=True)
     cols["reg_conflict_cycles"], cols["reuse_hits"], cols["reg_conflict_cycles_no_reuse"] = conflicts, hits, no_reuse

@@ -54,42 +54,42 @@ class Elision:
     load_sectors32: np.ndarray | None = None  # distinct 32-byte sectors read by global loads, all records
 
 
-def elide_records(program, log, counts: np.ndarray, local: np.ndarray, gwarp_of_local: np.ndarray,
-                  head: int, tail: int):
-    """Which records of an emulator log to keep: (keep mask over the log's records in step order,
-    Elision), or (None, None) when there is no main loop or nothing to leave out.
+def elide_records(program, warp: np.ndarray, pcs: np.ndarray, starts: np.ndarray, pc_counts: np.ndarray,
+                  step_pcs: np.ndarray, n_warps: int, head: int, tail: int):
+    """Which records of a trace to keep: (keep mask over the records, Elision), or (None, None) when
+    there is no main loop or nothing to leave out. `warp`, `pcs`: global warp id and instruction
+    index of each record in trace order (each warp's records together, in execution order, the
+    warps starting at `starts`); `pc_counts`: records per instruction index; `step_pcs`: the
+    emulator log's instruction index per step; `n_warps`: warps emulated.
 
     An iteration ends with its back-edge record; record r of a warp belongs to iteration k = the
     number of back edges the warp executed before r (k = 0 includes the prologue, k = n the
-    epilogue). Iterations head .. n - tail - 1 are left out. Counting is done per back-edge step
-    (a few per iteration), not per record: C[j, w] = back edges of warp w in the first j back-edge
-    steps, and a record of step s reads C at the number of back-edge steps before s."""
-    step_pcs = np.asarray(log.pcs, dtype=np.int64)
-    pc_counts = np.bincount(step_pcs, weights=counts, minlength=len(program)).astype(np.int64)
+    epilogue). Iterations head .. n - tail - 1 are left out: the records after the warp's head-th
+    back edge up to and including its (n - tail)-th, one range per warp."""
     branch = main_loop_branch(program, pc_counts)
     if branch is None:
         return None, None
-    back_steps = np.flatnonzero(step_pcs == branch)
-    n_local = len(gwarp_of_local)
-    if (len(back_steps) + 1) * n_local > 50_000_000:  # too many warps and steps to count this way
+    # the earlier rule counted back edges in a (back-edge steps x warps) table and gave up past this
+    # size; kept so that which traces are elided (and so sampled results) do not change
+    if (int(np.count_nonzero(step_pcs == branch)) + 1) * n_warps > 50_000_000:
         return None, None
-    member = np.zeros((len(back_steps) + 1, n_local), dtype=np.int32)
-    member[np.repeat(np.arange(1, len(back_steps) + 1), counts[back_steps]),
-           np.concatenate([log.warps[s] for s in back_steps]).astype(np.int64)] = 1
-    before = np.cumsum(member, axis=0)
-    n = before[-1]  # back edges per (local) warp
-    step_j = np.searchsorted(back_steps, np.arange(len(step_pcs)), side="left")
-    k = before[np.repeat(step_j, counts), local]
-    drop = (k >= head) & (k < (n - tail)[local])
-    if not drop.any():
+    n = len(pcs)
+    back = np.flatnonzero(pcs == branch)  # positions of the back edges, warp by warp
+    first_edge = np.searchsorted(back, starts)  # index in `back` of each warp's first back edge
+    edges = np.diff(np.r_[first_edge, len(back)])  # back edges per warp
+    cut = np.flatnonzero(edges - tail > head)  # warps with iterations to leave out
+    if not len(cut):
         return None, None
+    lo = starts[cut] if head == 0 else back[first_edge[cut] + head - 1] + 1  # first record left out
+    hi = back[first_edge[cut] + edges[cut] - tail - 1] + 1  # past the last one
     el = Elision(branch=branch, head=head, tail=tail)
-    at = np.bincount(local, weights=k < head, minlength=n_local).astype(np.int64)
-    left_out = np.bincount(local[drop], minlength=n_local)
-    for w in np.flatnonzero(left_out):
-        el.warps[int(gwarp_of_local[w])] = (int(at[w]), int(n[w] - tail - head), int(left_out[w]))
-    el.pc_counts = np.bincount(np.repeat(step_pcs, counts)[drop], minlength=len(program))
-    return ~drop, el
+    for w, a, b, e, ws in zip(warp[starts[cut]].tolist(), lo.tolist(), hi.tolist(), edges[cut].tolist(),
+                              starts[cut].tolist()):
+        el.warps[int(w)] = (a - ws, e - tail - head, b - a)
+    bounds = np.c_[lo, hi].ravel()
+    keep = np.repeat(np.tile([True, False], len(cut)).tolist() + [True], np.diff(np.r_[0, bounds, n]))
+    el.pc_counts = np.bincount(pcs[~keep], minlength=len(program))
+    return keep, el
 
 
 def distinct_sectors(addresses: np.ndarray, shift: int = 5) -> np.ndarray:

@@ -83,7 +83,11 @@ class DynamicTrace:
         self.addresses = addresses
         self.access_bytes = access_bytes
         w = records["warp"]
-        self._warp_ids, self._starts = np.unique(w, return_index=True)
+        if len(w) and (w[1:] >= w[:-1]).all():  # sorted by warp (as built): where each warp starts
+            self._starts = np.flatnonzero(np.r_[True, w[1:] != w[:-1]])
+            self._warp_ids = w[self._starts]
+        else:
+            self._warp_ids, self._starts = np.unique(w, return_index=True)
         self._ends = np.append(self._starts[1:], len(records)).astype(np.int64)
         self.elision = None  # an Elision when main-loop iterations were left out (sampled mode)
 
@@ -91,7 +95,7 @@ class DynamicTrace:
     @classmethod
     def from_emulator(cls, emu, workload: str | None = None, size: int | None = None,
                       keep_loop: tuple[int, int] | None = None) -> "DynamicTrace":
-        """Build the trace from a finished `Emulator` run with `record=True` (vectorised over steps).
+        """Build the trace from a finished `Emulator` run with `record=True` (vectorised, see `_LogLayout`).
         `keep_loop=(head, tail)` keeps only the first `head` and last `tail` main-loop iterations of
         each warp (sampled mode; see `gpusim.trace.elide`); the trace's `elision` says what was left out."""
         log = emu.log
@@ -101,77 +105,95 @@ class DynamicTrace:
                                    emu.program.kernel)
         launch, program = emu.launch, emu.program
         wpc = launch.warps_per_cta
-        counts = np.fromiter((len(w) for w in log.warps), dtype=np.int64, count=n_steps)
-        local = np.concatenate(log.warps).astype(np.int64)
-        ctas = np.asarray(emu.ctas, dtype=np.int64)
         n_local = len(emu.warp_cta)
-        gwarp_of_local = ctas[np.asarray(emu.warp_cta)] * wpc + np.arange(n_local) % wpc
-        exec_src = log.exec_masks
-        exec_exact = exec_src is not None and len(exec_src) == n_steps
-
-        # memory steps: their records take consecutive address rows, in step order
+        gwarp_of_local = np.asarray(emu.ctas, dtype=np.int64)[np.asarray(emu.warp_cta)] * wpc + np.arange(n_local) % wpc
+        exec_exact = log.exec_masks is not None and len(log.exec_masks) == n_steps
+        lay = _LogLayout(log, gwarp_of_local)
         mem_steps = np.array(sorted(log.mem), dtype=np.int64)
-        step_rows = counts[mem_steps]  # address rows per memory step
+        step_rows = lay.counts[mem_steps]  # address rows per memory step
         if any(log.mem[s][0].shape[0] != c for s, c in zip(mem_steps, step_rows)):
             raise TraceFormatError("emulator log's address rows do not match its memory records", program.kernel)
-        is_mem_step = np.zeros(n_steps, dtype=bool)
-        is_mem_step[mem_steps] = True
-        mem_row = np.full(len(local), -1, dtype=np.int64)
-        is_mem = np.repeat(is_mem_step, counts)
-        mem_row[is_mem] = np.arange(int(is_mem.sum()))
 
-        # records to keep (all, or all but the left-out main-loop iterations), and the steps holding them
+        # records to keep (all, or all but the left-out main-loop iterations)
         keep = elision = None
         if keep_loop is not None and exec_exact:
-            keep, elision = elide_records(program, log, counts, local, gwarp_of_local, *keep_loop)
+            pc_counts = np.bincount(lay.step_pcs, weights=lay.counts, minlength=len(program)).astype(np.int64)
+            keep, elision = elide_records(program, lay.warp(), lay.pc(), lay.warp_starts, pc_counts, lay.step_pcs,
+                                          n_local, *keep_loop)
         if keep is not None:
-            step_kept = np.add.reduceat(keep, np.r_[0, np.cumsum(counts)[:-1]]) > 0
-            in_kept_steps = np.repeat(step_kept, counts)
-            elision.load_sectors32 = _load_sectors(program, log, mem_steps, counts)
-            sub = keep[in_kept_steps]  # kept records among the records of kept steps
-            local, mem_row = local[keep], mem_row[keep]
-            pick = lambda arrays: np.concatenate([a for a, f in zip(arrays, step_kept) if f])[sub]  # noqa: E731
-            pcs = np.repeat(np.asarray(log.pcs, dtype=np.int64)[step_kept], counts[step_kept])[sub]
-        else:
-            pick = np.concatenate  # noqa: E731
-            pcs = np.repeat(np.asarray(log.pcs, dtype=np.int64), counts)
-        gwarp = gwarp_of_local[local]
-        active = pick(log.masks).astype(np.uint32)
-        exec_mask = pick(exec_src).astype(np.uint32) & active if exec_exact else active.copy()
+            elision.load_sectors32 = _load_sectors(program, log, mem_steps, lay.counts)
+            kept_at = np.cumsum(keep, dtype=np.int64 if len(keep) >= 2**31 else np.int32) - 1  # position among the kept
 
-        order = np.argsort(gwarp, kind="stable")  # steps are in time order: stable sort keeps it per warp
-        gw = gwarp[order]
-        # address rows of the kept memory records, gathered from the steps that hold them
-        old_rows = mem_row[order]
-        has = old_rows >= 0
-        addresses, access_bytes = _gather_rows(log, mem_steps, step_rows, old_rows[has])
+            def take(a):
+                return a[keep]
+
+            def moved(at):  # trace positions of the full trace in the kept one (-1: left out)
+                return np.where(keep[at], kept_at[at], -1)
+        else:
+            def take(a):
+                return a
+
+            def moved(at):
+                return at
+
+        # the records in trace order (warp, then time); fields filled one at a time
+        records = np.empty(lay.n if keep is None else int(np.count_nonzero(keep)), dtype=RECORD_DTYPE)
+        records["warp"] = take(lay.warp())
+        records["pc_index"] = take(lay.pc())
+        records["active_mask"] = take(lay.active())
+        exec_mask = records["exec_mask"]
+        exec_mask[:] = records["active_mask"]
+        if exec_exact:  # steps whose guard left out lanes: their own execution masks (and the active ones)
+            steps = np.flatnonzero([e is not m for e, m in zip(log.exec_masks, log.masks)])
+            if len(steps):
+                at = moved(lay.positions(steps))
+                masks = np.concatenate([log.exec_masks[s] for s in steps]).astype(np.uint32)
+                exec_mask[at[at >= 0]] &= masks[at >= 0]
+        mem_at = moved(lay.positions(mem_steps))  # trace position of each address row (rows numbered in step order)
+        n = len(records)
+        starts = np.flatnonzero(np.r_[True, records["warp"][1:] != records["warp"][:-1]]) if n else np.zeros(0, int)
+        seq = records["seq"]
+        seq[:] = np.arange(n, dtype=np.int32)
+        seq -= np.repeat(starts.astype(np.int32), np.diff(np.r_[starts, n]))
+
+        # address rows in trace order: row r (step order) becomes row new_row[r]
+        is_mem = np.zeros(n, dtype=bool)
+        is_mem[mem_at[mem_at >= 0]] = True
+        mem_pos = np.flatnonzero(is_mem)
+        del is_mem
+        mem_row = records["mem_row"]
+        mem_row[:] = -1
+        mem_row[mem_pos] = np.arange(len(mem_pos), dtype=np.int32)
+        new_row = np.where(mem_at >= 0, mem_row[np.maximum(mem_at, 0)], -1) if len(mem_at) else mem_at
+        addresses = np.empty((len(mem_pos), 32), dtype=np.uint64)
+        access_bytes = np.empty(len(mem_pos), dtype=np.uint8)
+        row_start = np.r_[0, np.cumsum(step_rows)]
+        for j, s in enumerate(mem_steps):
+            rows = new_row[row_start[j]:row_start[j + 1]]
+            block, nbytes = log.mem[int(s)]
+            if keep is not None:
+                kept = rows >= 0
+                if not kept.all():
+                    rows, block = rows[kept], block[kept]
+            addresses[rows] = block
+            access_bytes[rows] = nbytes
         if not exec_exact:
             # without the guard capture the best evidence for memory lanes is the recorded address
             guarded = np.array([ins.guard is not None and not (ins.guard == 7 and not ins.guard_negated)
-                                for ins in program.instructions], dtype=bool)[pcs[order][has]]
+                                for ins in program.instructions], dtype=bool)[records["pc_index"][mem_pos]]
             lanes = addresses[guarded] != 0
-            fixed = exec_mask[order[has][guarded]] & np.packbits(lanes, axis=1, bitorder="little").view(np.uint32).ravel()
-            exec_mask[order[has][guarded]] = fixed
-
-        first = np.r_[True, gw[1:] != gw[:-1]]
-        start_of = np.maximum.accumulate(np.where(first, np.arange(len(gw)), 0))
-        records = np.empty(len(gw), dtype=RECORD_DTYPE)
-        records["warp"] = gw
-        records["seq"] = np.arange(len(gw)) - start_of
-        records["pc_index"] = pcs[order]
-        records["active_mask"] = active[order]
-        records["exec_mask"] = exec_mask[order]
-        new_rows = np.full(len(gw), -1, dtype=np.int64)
-        new_rows[has] = np.arange(int(has.sum()))
-        records["mem_row"] = new_rows
-        exec_of_mem = records["exec_mask"][has]
-        lane_bits = ((exec_of_mem[:, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
-        addresses = np.where(lane_bits, addresses, np.uint64(0))
+            exec_mask[mem_pos[guarded]] &= np.packbits(lanes, axis=1, bitorder="little").view(np.uint32).ravel()
+        # lanes that did not execute carry address 0
+        mem_exec = exec_mask[mem_pos]
+        partial = np.flatnonzero(mem_exec != np.uint32(0xFFFFFFFF))
+        if len(partial):
+            lane_bits = ((mem_exec[partial][:, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
+            addresses[partial] = np.where(lane_bits, addresses[partial], np.uint64(0))
 
         header = make_header(program, launch.grid, launch.block, launch.dynamic_shared_bytes, wpc,
                              sorted(int(c) for c in emu.ctas), workload=workload, size=size, source="emulator",
                              exec_mask_exact=bool(exec_exact), active_mask_exact=True)
-        trace = cls(header, records, np.ascontiguousarray(addresses), access_bytes)
+        trace = cls(header, records, addresses, access_bytes)
         trace.elision = elision
         return trace
 
@@ -189,6 +211,17 @@ class DynamicTrace:
     @property
     def warp_ids(self) -> np.ndarray:
         return self._warp_ids
+
+    @property
+    def warp_starts(self) -> np.ndarray:
+        """Where each warp of `warp_ids` starts in `records` (records are sorted by warp)."""
+        return self._starts
+
+    def warp_offsets(self, n_ids: int) -> np.ndarray:
+        """(n_ids,) int64: where the records of warp id 0, 1, ..., n_ids - 1 start (for an absent id,
+        where they would), i.e. ``np.searchsorted(records["warp"], np.arange(n_ids))``."""
+        ends = np.append(self._starts, len(self.records)).astype(np.int64)
+        return ends[np.searchsorted(self._warp_ids, np.arange(n_ids))]
 
     def warp_stream(self, w: int) -> np.ndarray:
         """The records of global warp `w`, in execution order (a view; empty if the warp is absent)."""
@@ -314,22 +347,68 @@ def make_header(program, grid, block, dynamic_shared_bytes: int, warps_per_cta: 
     }
 
 
-def _gather_rows(log, mem_steps: np.ndarray, step_rows: np.ndarray, rows: np.ndarray):
-    """(addresses (len(rows), 32) uint64, bytes per lane) of the memory rows `rows` (numbered in
-    step order), concatenating only the logged steps that hold one of them."""
-    if not len(rows):
-        return np.zeros((0, 32), np.uint64), np.zeros(0, np.uint8)
-    step_of_row = np.repeat(np.arange(len(mem_steps)), step_rows)
-    row_start = np.r_[0, np.cumsum(step_rows)[:-1]]
-    need = np.unique(step_of_row[rows])
-    block_start = np.zeros(len(mem_steps), dtype=np.int64)
-    block_start[need] = np.r_[0, np.cumsum(step_rows[need])[:-1]]
-    block = np.concatenate([log.mem[int(mem_steps[j])][0] for j in need]).astype(np.uint64).reshape(-1, 32)
-    j = step_of_row[rows]
-    addresses = block[block_start[j] + rows - row_start[j]]
-    nbytes = np.zeros(len(mem_steps), dtype=np.uint8)
-    nbytes[need] = [log.mem[int(mem_steps[i])][1] for i in need]
-    return addresses, nbytes[j]
+class _LogLayout:
+    """Where the records of an emulator log go in trace order (each warp's records together, in time order).
+
+    The log has one entry per step: a batch of warps executing one instruction. Consecutive steps of
+    one batch (the same warp and mask arrays: a straight-line run of the emulator) are a dense block
+    of run length x warps records, so the records of one warp in one run (a *segment*) are one
+    contiguous piece of the trace, in the run's step order. Sorting the segments (by global warp,
+    then run: a few per run) instead of the records gives every record's position; fields that are
+    constant over a segment (warp, active mask) or over a step (PC) are then written run-length."""
+
+    def __init__(self, log, gwarp_of_local: np.ndarray):
+        n_steps = len(log.pcs)
+        self.counts = np.fromiter(map(len, log.warps), dtype=np.int64, count=n_steps)
+        self.step_pcs = np.asarray(log.pcs, dtype=np.int64)
+        # runs: a step starts one when its warps or masks are other arrays than the step before's
+        # (all logged arrays are alive, so equal ids mean the same array)
+        warps_id = np.fromiter(map(id, log.warps), dtype=np.int64, count=n_steps)
+        masks_id = np.fromiter(map(id, log.masks), dtype=np.int64, count=n_steps)
+        self.run_first = np.flatnonzero(np.r_[True, (warps_id[1:] != warps_id[:-1]) | (masks_id[1:] != masks_id[:-1])])
+        run_len = np.diff(np.r_[self.run_first, n_steps])
+        run_k = self.counts[self.run_first]
+        self.run_seg0 = np.r_[0, np.cumsum(run_k)[:-1]].astype(np.int64)  # first segment of each run
+        seg_run = np.repeat(np.arange(len(self.run_first)), run_k)
+        seg_warp = gwarp_of_local[np.concatenate([log.warps[s] for s in self.run_first]).astype(np.int64)]
+        seg_mask = np.concatenate([log.masks[s] for s in self.run_first]).astype(np.uint32)
+        order = np.lexsort((seg_run, seg_warp))  # trace order of the segments
+        self.length = run_len[seg_run[order]]
+        start = np.r_[0, np.cumsum(self.length)[:-1]].astype(np.int64)
+        self.n = int(self.length.sum())
+        self.seg_start = np.empty(len(order), dtype=np.int64)  # trace position of each segment's first record
+        self.seg_start[order] = start
+        self._sorted = (seg_warp[order], seg_mask[order], self.run_first[seg_run[order]] - start)
+        self.warp_starts = start[np.r_[True, self._sorted[0][1:] != self._sorted[0][:-1]]] if len(start) else start
+
+    def _runs(self, per_segment: np.ndarray) -> np.ndarray:
+        return np.repeat(per_segment, self.length)
+
+    def warp(self) -> np.ndarray:
+        """Global warp id of each record (int32)."""
+        return self._runs(self._sorted[0].astype(np.int32))
+
+    def active(self) -> np.ndarray:
+        """Active lane mask of each record (uint32)."""
+        return self._runs(self._sorted[1])
+
+    def pc(self) -> np.ndarray:
+        """Instruction index of each record (int32): the PC of its step (step = segment's first step + offset)."""
+        index = np.int32 if self.n < 2**31 else np.int64
+        step = self._runs(self._sorted[2].astype(index))
+        step += np.arange(self.n, dtype=index)
+        return self.step_pcs.astype(np.int32)[step]
+
+    def positions(self, steps: np.ndarray) -> np.ndarray:
+        """Trace positions of the records of `steps` (ascending), step by step, each step's warps in
+        the log's order (the order of its address rows and masks)."""
+        if not len(steps):
+            return np.zeros(0, dtype=np.int64)
+        run = np.searchsorted(self.run_first, steps, side="right") - 1
+        k = self.counts[steps]
+        first = np.r_[0, np.cumsum(k)[:-1]]
+        j = np.arange(int(k.sum()), dtype=np.int64) - np.repeat(first, k)  # index of the warp within its step
+        return self.seg_start[np.repeat(self.run_seg0[run], k) + j] + np.repeat(steps - self.run_first[run], k)
 
 
 def _load_sectors(program, log, mem_steps, counts) -> np.ndarray:

@@ -268,14 +268,15 @@ class Workload(_Strict):
                 values[arg.name] = dt(v)
                 continue
             shape = self.buffer_shape(arg, n)
-            if arg.init.kind == "uniform":
-                a = rng.uniform(arg.init.low, arg.init.high, size=shape)
-            elif arg.init.kind == "normal":
-                a = rng.standard_normal(size=shape)
+            if arg.init.kind in ("uniform", "normal"):
+                values[arg.name] = _random_array(rng, arg.init, shape, dt, arg.order)
+                continue
+            if arg.init.kind == "poison" and np.issubdtype(dt, np.floating):
+                a = np.full(shape, np.nan, dtype=dt, order=arg.order)
             elif arg.init.kind == "poison":
-                a = np.full(shape, np.nan if np.issubdtype(dt, np.floating) else 0x7FFFFFFF)
+                a = np.full(shape, 0x7FFFFFFF)
             else:
-                a = np.zeros(shape)
+                a = np.zeros(shape, dtype=dt, order=arg.order)
             values[arg.name] = np.asarray(a, dtype=dt, order=arg.order)
         return values
 
@@ -293,6 +294,28 @@ class Workload(_Strict):
             return self.tolerance
         dts = {a.dtype for a in self.args if a.kind == "buffer" and a.name in self.reference}
         return 1e-12 if dts == {"float64"} else 1e-5
+
+
+RANDOM_BLOCK = 1 << 20  # float64 draws per block of `_random_array` (bounds its temporary memory)
+
+
+def _random_array(rng, init, shape, dtype, order) -> np.ndarray:
+    """rng.uniform(low, high, shape) or rng.standard_normal(shape) as `dtype` in `order`, drawn a
+    block of leading-axis rows at a time: the generator fills arrays element by element in C order,
+    so consecutive blocks hold the values one draw would (float64 draws, then rounded to dtype),
+    without the whole float64 array in memory."""
+    out = np.empty(shape, dtype=dtype, order=order)
+    if not out.size:
+        return out
+    rows = shape[0] if len(shape) else 1
+    per_row = out.size // rows
+    step = max(1, RANDOM_BLOCK // max(per_row, 1))
+    view = out.reshape(1) if not len(shape) else out
+    for i in range(0, rows, step):
+        size = (min(step, rows - i),) + tuple(shape[1:])
+        block = rng.uniform(init.low, init.high, size=size) if init.kind == "uniform" else rng.standard_normal(size=size)
+        view[i:i + step] = block
+    return out
 
 
 def load_workload(path: str | Path) -> Workload:

@@ -262,7 +262,8 @@ class GPU:
         total = self._grid_ctas()
         active = min(cfg.sm_count, total)
         g = len({c % cfg.sm_count for c in ctas})
-        memory = MemorySystem(cfg, cfg.clock_mhz, share=g / active, dirty_share=len(ctas) / total, track_stores=True)
+        memory = MemorySystem(cfg, cfg.clock_mhz, share=g / active, dirty_share=len(ctas) / total, track_stores=True,
+                              reach_rule=False)  # (see MemorySystem: the reach is detailed mode's)
         memory.dram_fraction = self._dram_fraction(active / g)
         # a warm L2 holds the share of the grid's inputs that fits in it: the simulated SMs find that
         # share of their own sectors there

@@ -12,13 +12,13 @@
   the kernel's end stays in L2 (Nsight counts no write-back after the kernel).
 - Dirty data are also written back once they fall out of the `dirty_reach_bytes` most recently
   reused sectors (stores, and loads that hit L2: data kernels read again, not first reads): an LRU
-  order that only stores and L2 hits enter (in sampled mode also the misses `_to_dram` does not
-  charge to DRAM: the grid's other SMs brought those sectors in, so in the grid they are hits).
-  H100 (validation/h100/micro/dram_writes_h100.json): a kernel writing its output chunk by chunk while the whole grid re-reads an input of H MiB keeps
-  about 26.9 MiB - H of it dirty (W = 16, H = 16: 5.5 MiB written back; W = 32, H = 16: 20.6), as a
-  naive GEMM does; outputs written after the inputs were read stay (read R, then write 8-16 MiB:
-  < 0.2 MiB written back), and inputs read once push dirty data out only through the capacity
-  (write 16 MiB, then read 16 / 32 / 64 once: 0.8 / 6.6 / 15.5 MiB written back).
+  order that only stores and L2 hits enter. Detailed mode only (sampled mode's few SMs cannot see
+  the grid's reuse order). H100 (validation/h100/micro/dram_writes_h100.json): a kernel writing its
+  output chunk by chunk while the whole grid re-reads an input of H MiB keeps about 26.9 MiB - H of
+  it dirty (W = 16, H = 16: 5.5 MiB written back; W = 32, H = 16: 20.6), as a naive GEMM does;
+  outputs written after the inputs were read stay (read R, then write 8-16 MiB: < 0.2 MiB written
+  back), and inputs read once push dirty data out only through the capacity (write 16 MiB, then
+  read 16 / 32 / 64 once: 0.8 / 6.6 / 15.5 MiB written back).
 - Capacity is the measured effective one: a buffer read twice by the whole GPU comes from DRAM once
   up to 32 MB and twice from 48 MB on (H100 `read_twice`), though the card reports 50 MB; written
   data stays in L2 up to about 21.4 MiB (`write_once`: DRAM writes = buffer - 21.2..21.7 MiB).
@@ -76,7 +76,7 @@ class MemorySystem:
     """Chip-wide L2 and DRAM shared by all SMs (each SM owns an `L1`)."""
 
     def __init__(self, cfg, clock_mhz: float, share: float = 1.0, dirty_share: float | None = None,
-                 track_stores: bool = False):
+                 track_stores: bool = False, reach_rule: bool = True):
         """`share`: the fraction of the chip's L2/DRAM bandwidth this model sees (sampled mode
         simulates a few SMs and gives them their part). `dirty_share` (default `share`): the fraction
         of the L2's room for dirty data it gets: sampled mode simulates a few CTAs of those SMs and
@@ -95,8 +95,12 @@ class MemorySystem:
         limit = l2.dirty_limit_bytes if l2.dirty_limit_bytes is not None else self.l2.capacity * sb
         self.dirty_capacity = max(1, int(limit * (share if dirty_share is None else dirty_share)) // sb)
         self.dirty: OrderedDict[int, None] = OrderedDict()  # dirty sectors, oldest write first
-        reach = l2.dirty_reach_bytes  # room (like dirty_capacity, the sampled CTAs' share of it)
-        self.reach_capacity = max(1, int(reach * (share if dirty_share is None else dirty_share)) // sb) if reach else 0
+        # the reach is a recency order of the whole grid's reuse. Sampled mode leaves it out
+        # (`reach_rule` False): its few SMs' reuse does not scale to the grid's (they share input tiles), and scaled
+        # by either the traced CTAs' share or the bandwidth share it wrote back 2-3.5 MiB at n=1024
+        # from SGEMMs whose output stays in L2 (Nsight: 0-0.25 MiB)
+        reach = l2.dirty_reach_bytes if reach_rule else None
+        self.reach_capacity = max(1, int(reach) // sb) if reach else 0
         self.reach: OrderedDict[int, None] = OrderedDict()  # reused sectors (stores, L2 hits), oldest first
         self.dram = Dram(mem.dram.bandwidth_gb_s * 1e9 / (clock_mhz * 1e6) * share, mem.dram.latency_cycles)
         self.l2_latency = l2.latency_cycles
@@ -126,8 +130,6 @@ class MemorySystem:
             else:
                 finish = self.dram.read(now, sb, start) if to_dram else start + self.dram.latency
                 self._evicted(self.l2.fill(s, finish), now)
-                if not to_dram and self.reach_capacity and self.dirty:  # sampled: another SM's data, a hit
-                    self._reuse(s, now)
             if finish > done:
                 done = finish
         return done

@@ -62,6 +62,7 @@ def main() -> None:
             pstats.Stats(prof).sort_stats("cumulative").print_stats(args.top)
         return out
 
+    t_start = time.perf_counter()
     program = load_program(wl, cfg.arch)
     ctas = sampled_ctas(wl, n, cfg) if args.sampled else None
     launch, params, memory, inputs = stage("inputs", lambda: build_launch(wl, program, n))
@@ -77,13 +78,17 @@ def main() -> None:
     tr = stage("trace", lambda: DynamicTrace.from_emulator(emu, workload=wl.name, size=n, keep_loop=keep))
     g = stage("gpu", lambda: GPU(emu.program, tr, cfg, footprint_bytes=input_bytes(wl, n),
                                  **({"mode": "sampled"} if args.sampled else {})))
-    # what the run does lazily: every global access's sectors, every warp's stream (at CTA launch)
+    # what the run does lazily: every global access's sectors, every warp's stream (at CTA launch;
+    # the object model's lists: sampled mode; detailed mode's compiled engine reads the arrays)
     stage("sectors", g._global_sectors)
-    stage("streams", lambda: [g.stream(int(w)) for w in tr.warp_ids])
+    if args.sampled:
+        stage("streams", lambda: [g.stream(int(w)) for w in tr.warp_ids])
     if args.no_run:
         return
     r = stage("run", lambda: g.run(wl.name, n))
-    print(f"           cycles {r.cycles}")
+    total = time.perf_counter() - t_start
+    print(f"           cycles {r.cycles}; end to end {total:.2f} s, {n_instr[0] / total / 1e6:.2f} M warp-instr/s "
+          f"(peak RSS {_rss_mb():.0f} MB)")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from gpusim.timing import stalls as S
 from gpusim.timing.compiled import lru as L
 from gpusim.timing.compiled import sm as C
 from gpusim.timing.mem import L1, MemorySystem
+from gpusim.timing.mem.l2 import memory_counters
 from gpusim.timing.sm import SM
 
 SB_CAPACITY = 32  # pending releases kept per scoreboard (see sm.sb_push)
@@ -76,14 +77,16 @@ def _ragged(lists):
 def _lru_from(od, capacity: int):
     """An LRU holding the entries of OrderedDict `od` in its order (values: fill cycles or None)."""
     lru = L.new_lru(capacity)
-    for key, val in od.items():
-        _insert(lru, key, 0.0 if val is None else float(val))
+    if od:
+        _insert_all(lru, np.fromiter(od.keys(), dtype=np.int64, count=len(od)),
+                    np.array([0.0 if v is None else v for v in od.values()], dtype=np.float64))
     return lru
 
 
 @njit(cache=True)
-def _insert(lru, key, val):
-    L.insert(lru, key, val)
+def _insert_all(lru, keys, vals):
+    for i in range(len(keys)):
+        L.insert(lru, keys[i], vals[i])
 
 
 def build(gpu, occ, ctas) -> State:
@@ -308,10 +311,7 @@ def simulate(owned):
     n_sm = len(st.sm)
     for _ in range(c.ctas_per_sm):
         for m in range(n_sm):
-            cid = C.next_cta(st)
-            if cid >= 0 and C.launch(st, m, cid, 0.0) == 0:
-                C.free_cta(st, m, cid)
-                C.launch_next(st, m, 0.0)
+            C.launch_next(st, m, 0.0)
     heap = [(0.0, 0, 0, 0)]  # (time, priority: 0 a process's start, 1 a timeout; order scheduled, SM)
     heap.pop()
     seq = 0
@@ -359,9 +359,8 @@ def run(gpu, occ, ctas):
                                    l1=SimpleNamespace(cache=cache), smem_wavefronts=int(row["smem_wavefronts"]),
                                    timeline=None))
     mem = st.mem[0]
-    counters = {"l2_hits": int(st.l2_counts[0]), "l2_misses": int(st.l2_counts[1]), "l2_bytes": int(mem["l2_bytes"]),
-                "dram_read_bytes": int(mem["dram_read"]), "dram_write_bytes": int(mem["dram_write"]),
-                "dram_bytes": int(mem["dram_read"]) + int(mem["dram_write"])}
+    counters = memory_counters(int(st.l2_counts[0]), int(st.l2_counts[1]), int(mem["l2_bytes"]), int(mem["dram_read"]),
+                               int(mem["dram_write"]))
     return sms, SimpleNamespace(counters=lambda: counters)
 
 

@@ -45,7 +45,8 @@ def next_cta(st):
 @njit
 def launch(st, sm, cid, now):
     """`SM.launch`: CTA `cid` takes a free CTA slot of the SM; its warps go to the sub-partitions
-    round robin by age. Its number of live warps (0: its warps had nothing to run)."""
+    round robin by age. Its number of live warps (0: its warps had nothing to run, and it has
+    given its slot back, as `_cta_done` does)."""
     c = st.cfg[0]
     k = c.ctas_per_sm
     slot = sm * k
@@ -84,28 +85,18 @@ def launch(st, sm, cid, now):
             st.sp_warps[sp, spr.nw] = w
             spr.nw += 1
             smr.n_warps += 1
+    if cta.live == 0:
+        cta.used = False
     return cta.live
 
 
 @njit
 def launch_next(st, sm, now):
-    """`SM._cta_done`'s refill: launch the grid's next CTA (and, while those have no live warps,
-    the ones after)."""
+    """The SM's next CTA from the grid's queue (and, while those have no live warps, the ones after):
+    `_simulate`'s initial launches and `_cta_done`'s refill."""
     while True:
         nxt = next_cta(st)
-        if nxt < 0:
-            return
-        if launch(st, sm, nxt, now) > 0:
-            return
-        free_cta(st, sm, nxt)
-
-
-@njit
-def free_cta(st, sm, cid):
-    k = st.cfg[0].ctas_per_sm
-    for slot in range(sm * k, sm * k + k):
-        if st.cta[slot].used and st.cta[slot].cid == cid:
-            st.cta[slot].used = False
+        if nxt < 0 or launch(st, sm, nxt, now) > 0:
             return
 
 

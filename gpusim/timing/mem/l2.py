@@ -220,6 +220,11 @@ class MemorySystem:
         return False
 
     def counters(self) -> dict:
-        return {"l2_hits": self.l2.hits, "l2_misses": self.l2.misses, "l2_bytes": round(self.l2_bytes),
-                "dram_read_bytes": self.dram.read_bytes, "dram_write_bytes": self.dram.write_bytes,
-                "dram_bytes": self.dram.read_bytes + self.dram.write_bytes}
+        return memory_counters(self.l2.hits, self.l2.misses, round(self.l2_bytes), self.dram.read_bytes,
+                               self.dram.write_bytes)
+
+
+def memory_counters(l2_hits: int, l2_misses: int, l2_bytes: int, dram_read: int, dram_write: int) -> dict:
+    """The memory system's counters as results carry them (both engines)."""
+    return {"l2_hits": l2_hits, "l2_misses": l2_misses, "l2_bytes": l2_bytes, "dram_read_bytes": dram_read,
+            "dram_write_bytes": dram_write, "dram_bytes": dram_read + dram_write}

@@ -76,6 +76,8 @@ def test_queue_depth_must_be_positive(h100):
         apply_overrides(h100, {"memory.l2.write_line_sectors": -1})
     with pytest.raises(GpusimError, match="event_floor_us"):
         apply_overrides(h100, {"event_floor_us": 0})
+    with pytest.raises(GpusimError, match="dirty_reach_bytes"):
+        apply_overrides(h100, {"memory.l2.dirty_reach_bytes": 0})
 
 
 # ---- L2 and DRAM (mem/l2.py, mem/dram.py) ----------------------------------------------------------

@@ -258,12 +258,26 @@ class Emulator:
         all runnable warps sitting there; a batch keeps going at the next PC while its instructions
         fall through and it stays below every other runnable warp's PC (the same choice the step
         rule would make), so the per-step scheduling work is done once per straight-line run."""
-        while True:
+        self.run_for(None)
+        return self
+
+    def run_for(self, steps: int | None) -> bool:
+        """Run on for about `steps` more steps (whole batches: a little past them; None: to the end),
+        keeping the state to go on from later (detailed mode's streamed trace takes the log between
+        calls). Whether every warp is done."""
+        target = None if steps is None else self.steps + steps
+        while target is None or self.steps < target:
             picked = self._pick()
             if picked is None:
-                return self
+                return True
             pc, wids, horizon = picked
             self._run_batch(pc, Batch(self, wids), horizon)
+        return bool(self.done.all())
+
+    def take_log(self) -> TraceLog:
+        """The trace log so far; recording goes on in a new, empty one."""
+        log, self.log, self.log_bytes = self.log, TraceLog(), 0
+        return log
 
     def _pick(self):
         """(pc, warps, horizon): the next batch and the lowest PC of the runnable warps outside it

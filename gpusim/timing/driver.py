@@ -21,9 +21,13 @@ def run_workload(workload: str, gpu: str, size: int, mode: str = "detailed", ove
     wl = find_workload(workload)
     wl.check_size(size)
     ctas = sampled_ctas(wl, size, cfg) if mode == "sampled" else None
-    emu, inputs = emulate(wl, cfg.arch, size, ctas=ctas)
-    report = verify(wl, emu, inputs, size) if check else None
-    result = time_emulated(emu, wl, cfg, size, mode, honour_control_codes, window)
+    if streams(cfg, mode, window):
+        emu, inputs, result = time_streamed(wl, cfg, size, honour_control_codes)
+        report = verify(wl, emu, inputs, size) if check else None  # (a wrong result: no timing is returned)
+    else:
+        emu, inputs = emulate(wl, cfg.arch, size, ctas=ctas)
+        report = verify(wl, emu, inputs, size) if check else None
+        result = time_emulated(emu, wl, cfg, size, mode, honour_control_codes, window)
     result.checked, result.check = check, report
     if not wl.is_suite:  # a user's spec: say how its kernel was built and which listing ran
         from gpusim.toolchain.listings import workload_listing
@@ -125,6 +129,48 @@ def time_emulated(emu, wl, cfg, size: int, mode: str = "detailed", honour_contro
             if trace.elision is None:
                 raise
             keep = None
+
+
+def streams(cfg, mode: str, window) -> bool:
+    """Whether a run streams its trace (`compiled/stream.py`): detailed mode on the compiled engine
+    (no timeline), from a cold L2 (a warm one is filled from the whole trace's sectors, `GPU._warm`)."""
+    from gpusim.timing.gpu import GPU
+
+    return mode == "detailed" and GPU.engine == "compiled" and window is None and cfg.memory.l2.initial != "warm"
+
+
+# streamed detailed mode: records made per slice of emulation, about this many at a time
+SLICE_RECORDS = 1 << 21
+
+
+def time_streamed(wl, cfg, size: int, honour_control_codes: bool | None = None):
+    """Detailed mode with the trace made as the timing run consumes it, group by group of CTAs (a
+    wave: the SMs' CTA slots) and slice by slice of emulation: memory holds what the resident warps
+    have still to run. (what `verify` reads of the emulation, the inputs, the result)."""
+    import numpy as np
+
+    from gpusim.emu.run import build_launch
+    from gpusim.timing.compiled.stream import EmulatorStream
+    from gpusim.timing.gpu import GPU
+    from gpusim.timing.occupancy import occupancy
+    from gpusim.toolchain.listings import load_program
+    from gpusim.trace.format import RECORD_DTYPE, DynamicTrace, make_header
+
+    program = load_program(wl, cfg.arch)
+    launch, params, memory, inputs = build_launch(wl, program, size)
+    ctas = list(range(launch.n_ctas))
+    header = make_header(program, launch.grid, launch.block, launch.dynamic_shared_bytes, launch.warps_per_cta, ctas,
+                         workload=wl.name, size=size, source="emulator", exec_mask_exact=True, active_mask_exact=True)
+    empty = DynamicTrace(header, np.zeros(0, dtype=RECORD_DTYPE), np.zeros((0, 32), dtype=np.uint64),
+                         np.zeros(0, dtype=np.uint8))
+    gpu = GPU(program, empty, cfg, honour_control_codes, None, "detailed", input_bytes(wl, size))
+    occ = occupancy(cfg, launch.threads_per_cta, program.registers,
+                    program.shared_bytes - program.reserved_shared_bytes + launch.dynamic_shared_bytes)
+    group = max(1, cfg.sm_count * occ.ctas_per_sm)
+    warps = min(group, len(ctas)) * launch.warps_per_cta
+    gpu.records_stream = EmulatorStream(gpu, program, launch, params, memory, ctas, group, max(64, SLICE_RECORDS // warps))
+    result = gpu.run(wl.name, size)
+    return gpu.records_stream.checked_run(), inputs, result
 
 
 def input_bytes(wl, size: int) -> int:

@@ -42,13 +42,15 @@ class GPU:
         # the phase size and Hopper's pair packing are properties of the architecture's shared-memory
         # path (precompute.SHARED_RULES); banks and widths come from the config, so studies can vary them
         arch_rules = SHARED_RULES[program.arch]
-        self.cols = precompute(program, trace, reg_banks=rf.banks, reg_bank_width_bits=rf.bank_width_bits,
-                               reuse_cache=rf.reuse_cache, smem_banks=sh.banks,
-                               smem_bank_width_bytes=sh.bank_width_bytes, sector_bytes=l1.sector_bytes,
-                               line_bytes=l1.line_bytes, smem_phase_bytes=arch_rules["smem_phase_bytes"],
-                               smem_pack_uniform_pairs=arch_rules["smem_pack_uniform_pairs"])
+        self.precompute_rules = dict(reg_banks=rf.banks, reg_bank_width_bits=rf.bank_width_bits,
+                                     reuse_cache=rf.reuse_cache, smem_banks=sh.banks,
+                                     smem_bank_width_bytes=sh.bank_width_bytes, sector_bytes=l1.sector_bytes,
+                                     line_bytes=l1.line_bytes, smem_phase_bytes=arch_rules["smem_phase_bytes"],
+                                     smem_pack_uniform_pairs=arch_rules["smem_pack_uniform_pairs"])
+        self.cols = precompute(program, trace, **self.precompute_rules)
         rec = trace.records
-        self._record_kinds = np.array([s.kind for s in self.static], dtype=np.int8)[rec["pc_index"]]  # static.ALU, SMEM, ...
+        self.kind_of_pc = np.array([s.kind for s in self.static], dtype=np.int8)
+        self._record_kinds = self.kind_of_pc[rec["pc_index"]]  # static.ALU, SMEM, ...
         self._warp_start = trace.warp_offsets(int(trace.warp_ids[-1]) + 2 if len(rec) else 1)
         self._mem_exec = np.zeros(len(trace.addresses), dtype=np.uint32)
         mem = rec["mem_row"] >= 0
@@ -61,6 +63,7 @@ class GPU:
         self.footprint_bytes = footprint_bytes  # bytes of the input buffers (sampled mode's DRAM estimate)
         # timeline recording window: (first cycle, last cycle, set of CTA ids or None), or None for no timeline
         self.window = None if window is None else (window[0], window[1], None if window[2] is None else set(window[2]))
+        self.records_stream = None  # detailed mode's records made as the run needs them (compiled/stream.py), else None
 
     # ---- trace access -----------------------------------------------------------------------------
     def stream(self, gid: int):
@@ -85,23 +88,10 @@ class GPU:
         """Which of the 32 lanes executed global access `rows` (a row id, or an array of them)."""
         return ((self._mem_exec[rows][..., None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
 
-    def _global_sectors(self, chunk: int = 65536) -> None:
-        rec, kinds = self.trace.records, self._record_kinds
-        rows = np.sort(rec["mem_row"][((kinds == GLOAD) | (kinds == GSTORE)) & (rec["mem_row"] >= 0)])
-        counts = np.zeros(len(self.trace.addresses), dtype=np.int64)
-        parts = []
-        never = np.uint64(np.iinfo(np.uint64).max)  # marks lanes that did not execute
-        for i in range(0, len(rows), chunk):
-            r = rows[i:i + chunk]
-            sec = np.where(self._exec_lanes(r), self.trace.addresses[r] >> np.uint64(self._sector_shift), never)
-            sec.sort(axis=1)
-            first = np.ones(sec.shape, dtype=bool)
-            first[:, 1:] = sec[:, 1:] != sec[:, :-1]
-            first &= sec != never
-            counts[r] = first.sum(axis=1)
-            parts.append(sec[first])  # row-major: row by row, each ascending
-        self._sector_list = np.concatenate(parts).tolist() if parts else []
-        self._sector_start = np.r_[0, np.cumsum(counts)].tolist()  # rows are ascending, so are their runs
+    def _global_sectors(self) -> None:
+        starts, sectors = global_sector_rows(self.trace, self._record_kinds, self._mem_exec, self._sector_shift)
+        self._sector_list = sectors.tolist()
+        self._sector_start = starts.tolist()
 
     # ---- made-up loop iterations (sampled mode, see sampling.Sampler.synthesize) ---------------------
     def is_global(self, pc: int) -> bool:
@@ -197,7 +187,12 @@ class GPU:
         ctas = list(h["ctas"])
         if self.mode == "sampled":
             return self._run_sampled(ctas, occ, workload, size)
-        if self.engine == "compiled" and self.window is None:
+        totals = None
+        if self.records_stream is not None:
+            from gpusim.timing.compiled.stream import run_streamed
+
+            used, memory, totals = run_streamed(self, occ, ctas)
+        elif self.engine == "compiled" and self.window is None:
             from gpusim.timing.compiled.engine import run as run_compiled
 
             used, memory = run_compiled(self, occ, ctas)
@@ -205,7 +200,7 @@ class GPU:
             memory = MemorySystem(cfg, cfg.clock_mhz)
             self._warm(memory)
             used = self._simulate([SM(i, self, L1(cfg, memory)) for i in range(cfg.sm_count)], ctas, occ)
-        return self._result(used, memory, occ, len(ctas), workload, size)
+        return self._result(used, memory, occ, len(ctas), workload, size, totals)
 
     def _warm(self, memory: MemorySystem, share: float = 1.0) -> bool:
         """`memory.l2.initial: warm`: fill L2 as the previous launch of this kernel on the same buffers
@@ -341,16 +336,28 @@ class GPU:
             full = [max(done for _, done in sm.cta_residence)]
         return float(np.mean(full)) / k
 
-    def _result(self, sms, memory, occ, n_ctas, workload, size) -> SimResult:
+    def trace_totals(self) -> dict:
+        """What the results count over the trace's records (each weighted by the executions it stands
+        for): executions per instruction, shared accesses, their wavefronts and bank conflicts,
+        register-bank conflict cycles, reuse-cache hits, global load instructions."""
+        executed = self._executed()
+        weight = self._record_weights(executed)
+        smem, gl = self._record_kinds == SMEM, self._record_kinds == GLOAD
+        return {"executed": executed, "smem_accesses": float(weight[smem].sum()),
+                "smem_wavefronts": float((self.cols["smem_wavefronts"] * weight)[smem].sum()),
+                "smem_conflicts": float((self.cols["smem_conflicts"] * weight)[smem].sum()),
+                "reg_conflict_cycles": float((self.cols["reg_conflict_cycles"] * weight).sum()),
+                "reuse_hits": float((self.cols["reuse_hits"] * weight).sum()), "global_loads": float(weight[gl].sum())}
+
+    def _result(self, sms, memory, occ, n_ctas, workload, size, totals: dict | None = None) -> SimResult:
         cfg, prog = self.cfg, self.program
         cycles = max((sm.finish for sm in sms), default=0.0) + cfg.kernel_overhead_cycles
         table = S.StallTable(len(prog))
         for sm in sms:
             table.add(sm.stalls)
         issued = sum(sm.issued for sm in sms)
-        rec = self.trace.records
-        executed = self._executed()
-        weight = self._record_weights(executed)
+        tot = self.trace_totals() if totals is None else totals
+        executed = tot["executed"]
         per_pc = [PcStalls(address=prog.instructions[pc].address, text=prog.instructions[pc].text,
                            executed=int(executed[pc]), stalls={k: round(v, 1) for k, v in reasons.items()})
                   for pc, reasons in sorted(table.per_pc().items())]
@@ -360,9 +367,8 @@ class GPU:
             for sp in sm.sps:
                 for p, busy in sp.pipe_busy.items():
                     pipes[p] = pipes.get(p, 0.0) + busy
-        smem, gl = self._record_kinds == SMEM, self._record_kinds == GLOAD
-        wavefronts = round(float((self.cols["smem_wavefronts"] * weight)[smem].sum()))
-        conflicts = round(float((self.cols["smem_conflicts"] * weight)[smem].sum()))
+        wavefronts = round(tot["smem_wavefronts"])
+        conflicts = round(tot["smem_conflicts"])
         l1h = sum(sm.l1.cache.hits for sm in sms)
         l1m = sum(sm.l1.cache.misses for sm in sms)
         return SimResult(
@@ -374,11 +380,10 @@ class GPU:
             occupancy={"ctas_per_sm": occ.ctas_per_sm, "warps_per_sm": occ.warps_per_sm, "limiter": occ.limiter},
             stalls={k: round(v, 1) for k, v in table.totals().items()}, stalls_per_pc=per_pc,
             pipe_utilisation={p: round(b / (cycles * n_sp), 4) if cycles else 0.0 for p, b in sorted(pipes.items())},
-            shared={"accesses": round(float(weight[smem].sum())), "wavefronts": wavefronts, "bank_conflicts": conflicts,
+            shared={"accesses": round(tot["smem_accesses"]), "wavefronts": wavefronts, "bank_conflicts": conflicts,
                     "simulated_wavefronts": int(sum(sm.smem_wavefronts for sm in sms))},
-            registers={"bank_conflict_cycles": round(float((self.cols["reg_conflict_cycles"] * weight).sum())),
-                       "reuse_hits": round(float((self.cols["reuse_hits"] * weight).sum()))},
-            memory={"global_load_instructions": round(float(weight[gl].sum())), "l1_hits": l1h, "l1_misses": l1m,
+            registers={"bank_conflict_cycles": round(tot["reg_conflict_cycles"]), "reuse_hits": round(tot["reuse_hits"])},
+            memory={"global_load_instructions": round(tot["global_loads"]), "l1_hits": l1h, "l1_misses": l1m,
                     **memory.counters()},
             mode=self.mode,
             timeline=[e for sm in sms for e in (sm.timeline or [])] if self.window is not None else None,
@@ -441,6 +446,30 @@ class GPU:
             "registers": {k: round(v * scale) for k, v in base.registers.items()},
             "memory": self._memory_scaled(base.memory, sms, scale, len(memory.stored) * memory.sector_bytes),
             "sampling": sampling, "mode": "sampled"})
+
+
+def global_sector_rows(trace, record_kinds, mem_exec, shift: int, chunk: int = 65536):
+    """(starts, sectors): the distinct sectors (address >> shift, ascending) that the executing lanes
+    (`mem_exec`, per address row) of each global access row touch are sectors[starts[r]:starts[r + 1]]
+    (no sectors for other rows)."""
+    rec = trace.records
+    rows = np.sort(rec["mem_row"][((record_kinds == GLOAD) | (record_kinds == GSTORE)) & (rec["mem_row"] >= 0)])
+    counts = np.zeros(len(trace.addresses), dtype=np.int64)
+    parts = []
+    never = np.uint64(np.iinfo(np.uint64).max)  # marks lanes that did not execute
+    lane = np.arange(32, dtype=np.uint32)
+    for i in range(0, len(rows), chunk):
+        r = rows[i:i + chunk]
+        lanes = ((mem_exec[r][:, None] >> lane) & 1).astype(bool)
+        sec = np.where(lanes, trace.addresses[r] >> np.uint64(shift), never)
+        sec.sort(axis=1)
+        first = np.ones(sec.shape, dtype=bool)
+        first[:, 1:] = sec[:, 1:] != sec[:, :-1]
+        first &= sec != never
+        counts[r] = first.sum(axis=1)
+        parts.append(sec[first])  # row-major: row by row, each ascending
+    sectors = np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+    return np.r_[0, np.cumsum(counts)].astype(np.int64), sectors  # rows are ascending, so are their runs
 
 
 def simulate(program, trace, cfg, workload: str | None = None, size: int | None = None,

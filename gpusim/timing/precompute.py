@@ -403,32 +403,43 @@ class _Reuse:
         bits = sum(reads[:, s].astype(np.int64) << i for i, s in enumerate(self.slots))
         self.bits = np.asarray(bits, dtype=np.uint8 if len(self.slots) <= 8 else np.int64)  # slots read, per pc
 
-    def hits(self, pc: np.ndarray, warp_starts: np.ndarray) -> np.ndarray:
-        """Slot bits hit, per record of `pc` (whole warps, starting at `warp_starts`)."""
+    def hits(self, pc: np.ndarray, warp_starts: np.ndarray, carry: np.ndarray | None = None) -> np.ndarray:
+        """Slot bits hit, per record of `pc` (whole warps, starting at `warp_starts`). `carry`
+        (warps x `slots`, updated in place) continues the warps' streams from earlier records (a
+        stream timed in pieces): what each slot's last reader left cached (-1: nothing); a warp's
+        first reader in `pc` checks against it instead of finding nothing."""
         hits = np.zeros(len(pc), dtype=self.dtype)
-        if len(pc) < 2 or not self.slots:
+        if not len(pc) or not self.slots:
             return hits
         record_bits = self.bits[pc]
         for i, s in enumerate(self.slots):
             idx = np.flatnonzero(record_bits & record_bits.dtype.type(1 << i))  # readers of slot s, in (warp, seq) order
-            if len(idx) < 2:
+            if not len(idx):
                 continue
             p = pc[idx]
             hit = self.left[:, s][p[:-1]] == self.wanted[:, s][p[1:]]  # reader j against reader j - 1 ...
             first = np.searchsorted(idx, warp_starts)  # ... of the same warp: a warp's first reader finds nothing
             hit[first[(first > 0) & (first < len(idx))] - 1] = False
             hits[idx[1:][hit]] |= hits.dtype.type(1 << s)
+            if carry is not None:  # ... or what the warp's earlier records left
+                ends = np.searchsorted(idx, np.append(warp_starts[1:], len(pc)))
+                has = first < ends  # warps with a reader of slot s here
+                f = first[has]
+                hit0 = carry[has, i] == self.wanted[:, s][p[f]]
+                hits[idx[f[hit0]]] |= hits.dtype.type(1 << s)
+                carry[has, i] = self.left[:, s][p[ends[has] - 1]]
         return hits
 
 
 def register_bank_conflicts(program, trace, banks: int = 4, bank_width_bits: int = 32, reuse_cache: bool = True,
-                            memory_ops: bool = False, return_hits: bool = False):
+                            memory_ops: bool = False, return_hits: bool = False, carry: np.ndarray | None = None):
     """Extra operand-read cycles per record from source-register bank conflicts (module docstring).
 
     With reuse_cache, operands served by the reuse cache do not read the banks. Vectorised over the
     records: the cost depends only on (static instruction, set of slots hit), so it is computed once
     per distinct pair and looked up. With return_hits, returns (cycles, reuse hits per record,
-    cycles if no operand were served by the reuse cache).
+    cycles if no operand were served by the reuse cache). `carry`: see `_Reuse.hits` (one row per
+    warp of `trace.warp_ids`).
     """
     table = operand_table(program)
     regs_read = table[3]
@@ -445,9 +456,12 @@ def register_bank_conflicts(program, trace, banks: int = 4, bank_width_bits: int
     reuse = _Reuse(program, table, memory_ops) if reuse_cache else None
     cost = np.empty(len(pc), dtype=SMALL_COLUMN_DTYPE)
     n_hits = np.zeros(len(pc), dtype=SMALL_COLUMN_DTYPE) if return_hits else None
+    first_warp = 0
     for a, b, starts in _warp_blocks(trace):
         p = pc[a:b]
-        hits = reuse.hits(p, starts) if reuse is not None else None
+        block_carry = None if carry is None else carry[first_warp:first_warp + len(starts)]
+        first_warp += len(starts)
+        hits = reuse.hits(p, starts, block_carry) if reuse is not None else None
         if hits is None or not hits.any():
             cost[a:b] = no_reuse_pc[p]
             continue
@@ -495,14 +509,15 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
                reg_memory_ops: bool = False,
                smem_banks: int = 32, smem_bank_width_bytes: int = 4, smem_bank_row_words: int = 1,
                smem_phase_bytes: int | None = None, smem_pack_uniform_pairs: bool = False,
-               sector_bytes: int = 32, line_bytes: int = 128) -> dict[str, np.ndarray]:
+               sector_bytes: int = 32, line_bytes: int = 128, reuse_carry: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Per record columns (aligned with ``trace.records``; int16 `COLUMN_DTYPE`: smem_wavefronts,
     smem_conflicts; int8 `SMALL_COLUMN_DTYPE`: gsectors, glines, reg_conflict_cycles, reuse_hits,
     reg_conflict_cycles_no_reuse). Records that
     are not such accesses get 0. `rules_for_arch` gives the keyword arguments per architecture.
 
     smem_pack_uniform_pairs applies to shared loads only (it is a property of the return path);
-    reg_memory_ops counts register-bank conflicts of memory instructions too.
+    reg_memory_ops counts register-bank conflicts of memory instructions too. `reuse_carry`: the reuse
+    cache's state left by the warps' earlier records when a stream comes in pieces (`_Reuse.hits`).
     """
     rec = trace.records
     n = len(rec)
@@ -531,6 +546,6 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
                                                                     rec["exec_mask"][sel], sector_bytes, line_bytes,
                                                                     rows=r)
     conflicts, hits, no_reuse = register_bank_conflicts(program, trace, reg_banks, reg_bank_width_bits, reuse_cache,
-                                                        reg_memory_ops, return_hits=True)
+                                                        reg_memory_ops, return_hits=True, carry=reuse_carry)
     cols["reg_conflict_cycles"], cols["reuse_hits"], cols["reg_conflict_cycles_no_reuse"] = conflicts, hits, no_reuse
     return cols

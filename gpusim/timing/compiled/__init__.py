@@ -11,6 +11,7 @@ on both. The object model stays the reference, and runs what the compiled one do
     memory.py  mem/: the sub-partitions' MIO/LSU queues, L1, L2, DRAM
     sm.py      sm.py: scheduling, issue, dual issue, scoreboards, barriers, CTA residency
     engine.py  the state arrays, simpy's event order across SMs, results for GPU._result
+    stream.py  (Python) the records made as the run needs them: emulation slices, the record arena
 
 numba compiles these on first use and caches the machine code beside the sources (__pycache__).
 """
@@ -29,7 +30,8 @@ from numba.core import config as _numba_config
 # quantum) and numba's version. Set before the modules below are imported: numba picks the folder
 # when a function is decorated.
 _TIMING = Path(__file__).resolve().parent.parent
-_SOURCES = sorted((_TIMING / "compiled").glob("*.py")) + [_TIMING / "static.py", _TIMING / "stalls.py", _TIMING / "sm.py"]
+_SOURCES = sorted(p for p in (_TIMING / "compiled").glob("*.py") if p.name != "stream.py")  # (stream.py: Python)
+_SOURCES += [_TIMING / "static.py", _TIMING / "stalls.py", _TIMING / "sm.py"]
 
 
 def _digest() -> str:

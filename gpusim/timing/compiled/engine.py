@@ -40,20 +40,22 @@ MEMORY = np.dtype([("sector_bytes", "i8"), ("l2_latency", "f8"), ("l2_bpc", "f8"
                    ("l1_latency", "f8"), ("caches_loads", "?"), ("miss_limit", "i8"), ("reach", "i8"),
                    ("l2q_free", "f8"), ("dram_free", "f8"), ("l2_queue_bytes", "f8"), ("l2_bytes", "i8"),
                    ("dram_read", "i8"), ("dram_write", "i8")])
-WARP = np.dtype([("gid", "i8"), ("cta", "i8"), ("sp", "i8"), ("pos", "i8"), ("end", "i8"), ("ready_at", "f8"),
-                 ("reason", "i8"), ("since", "f8"), ("done", "?"), ("at_barrier", "?")])
+WARP = np.dtype([("gid", "i8"), ("cta", "i8"), ("sp", "i8"), ("pos", "i8"), ("end", "i8"), ("more", "?"),
+                 ("ready_at", "f8"), ("reason", "i8"), ("since", "f8"), ("done", "?"), ("at_barrier", "?")])
 CTA = np.dtype([("cid", "i8"), ("live", "i8"), ("arrived", "i8"), ("launched", "f8"), ("used", "?")])
 SUB_PARTITION = np.dtype([("dispatch_free", "f8"), ("last", "i8"), ("wake", "f8"), ("dirty", "?"), ("nw", "i8")])
 SM_STATE = np.dtype([("now", "f8"), ("last_progress", "f8"), ("issued", "i8"), ("changed", "?"), ("finish", "f8"),
                      ("last_done", "f8"), ("smem_wavefronts", "i8"), ("age", "i8"), ("n_warps", "i8"),
-                     ("started", "?"), ("ran", "?")])
+                     ("started", "?"), ("ran", "?"), ("clock", "f8"), ("starved", "?")])
 QUEUE = np.dtype([("depth", "i8"), ("rate", "f8"), ("free", "f8"), ("head", "i8"), ("n", "i8")])
 STAGE = np.dtype([("rate", "f8"), ("free", "f8")])
 
 State = namedtuple("State", [
     "cfg", "mem", "w", "cta", "sp", "sm", "q", "q_buf", "stage",
-    # the trace: per record, and global accesses' sectors
-    "pcs", "mem_rows", "regc", "wavef", "glines", "warp_start", "sector_start", "sector_list",
+    # the trace: per record (pcs, mem_rows, regc, wavef, glines), per warp (where its loaded records begin
+    # and end, whether more will come: streaming), per global access row its sectors
+    "pcs", "mem_rows", "regc", "wavef", "glines", "warp_begin", "warp_end", "warp_more", "sector_start",
+    "sector_list",
     # per static instruction (static.IssueFacts)
     "kind", "pipe", "occupancy", "latency", "stall", "wbar", "rbar", "writes", "readonly", "warp_bytes",
     "result_reason", "is_mem", "queue", "busy_reason", "operand_wait", "wait_mask", "depbar_b", "depbar_k",
@@ -64,7 +66,7 @@ State = namedtuple("State", [
     # caches
     "l1_slots", "l1_links", "l1_keys", "l1_vals", "l1_meta", "l1_free", "l1_counts", "l2", "l2_counts", "dirty", "reach",
     # the grid's CTA queue (glob[0]: the next to hand out) and scratch space
-    "cta_queue", "glob", "order_buf", "scratch_sectors", "scratch_pend"])
+    "cta_queue", "glob", "order_buf", "scratch_sectors", "scratch_pend", "heap_buf"])
 
 
 def _ragged(lists):
@@ -89,8 +91,29 @@ def _insert_all(lru, keys, vals):
         L.insert(lru, keys[i], vals[i])
 
 
-def build(gpu, occ, ctas) -> State:
-    """The engine's state for running `ctas` of `gpu`'s trace on all its SMs, `occ.ctas_per_sm` at a time."""
+MAX_SECTORS = 64  # scratch room for one access's sectors (one per lane: at most 32)
+
+
+def trace_arrays(gpu) -> dict:
+    """`gpu`'s whole trace as the engine's record arrays (see `State`): every warp's records loaded."""
+    rec = gpu.trace.records
+    if gpu._sector_start is None:
+        gpu._global_sectors()
+    starts = np.asarray(gpu._warp_start, dtype=np.int64)
+    return dict(pcs=np.ascontiguousarray(rec["pc_index"], dtype=np.int32),
+                mem_rows=np.ascontiguousarray(rec["mem_row"], dtype=np.int32),
+                regc=np.ascontiguousarray(gpu.cols["reg_conflict_cycles"], dtype=np.int8),
+                wavef=np.ascontiguousarray(gpu.cols["smem_wavefronts"], dtype=np.int16),
+                glines=np.ascontiguousarray(gpu.cols["glines"], dtype=np.int8),
+                warp_begin=starts[:-1].copy(), warp_end=starts[1:].copy(), warp_more=np.zeros(len(starts) - 1, dtype=np.bool_),
+                sector_start=np.asarray(gpu._sector_start, dtype=np.int64),
+                sector_list=np.asarray(gpu._sector_list, dtype=np.int64))
+
+
+def build(gpu, occ, ctas, arrays: dict, primed: int | None = None) -> State:
+    """The engine's state for running `ctas` of `gpu`'s trace on all its SMs, `occ.ctas_per_sm` at a
+    time, from the record arrays `arrays` (`trace_arrays`, or a stream's first records: then the
+    first `primed` CTAs of `ctas` have theirs)."""
     cfg, facts, static = gpu.cfg, gpu.issue_facts, gpu.static
     n_sm, n_sp = cfg.sm_count, cfg.sm.sub_partitions
     sched = cfg.sm.scheduler
@@ -114,13 +137,6 @@ def build(gpu, occ, ctas) -> State:
     col = lambda i, dt: np.array([e[i] for e in ex], dtype=dt)  # noqa: E731
     deps_start, deps_ids = _ragged(facts.deps)
     dsts_start, dsts_ids = _ragged([s.dsts for s in static])
-    # the trace
-    rec = gpu.trace.records
-    if gpu._sector_start is None:
-        gpu._global_sectors()
-    sector_start = np.asarray(gpu._sector_start, dtype=np.int64)
-    sector_list = np.asarray(gpu._sector_list, dtype=np.int64)
-    max_sectors = int(np.diff(sector_start).max()) if len(sector_start) > 1 else 1
     # queues: depth, rate (-1: none)
     n_sps = n_sm * n_sp
     q = np.zeros(n_sps * 2, dtype=QUEUE)
@@ -142,12 +158,7 @@ def build(gpu, occ, ctas) -> State:
         cfg=c, mem=mem, w=np.zeros(slots, dtype=WARP), cta=np.zeros(n_sm * occ.ctas_per_sm, dtype=CTA), sp=sp,
         sm=np.zeros(n_sm, dtype=SM_STATE), q=q, q_buf=np.zeros((n_sps * 2, max(cfg.sm.mio_queue_depth,
                                                                              cfg.sm.lsu_queue_depth) + 2)),
-        stage=stage,
-        pcs=rec["pc_index"].astype(np.int64), mem_rows=rec["mem_row"].astype(np.int64),
-        regc=np.asarray(gpu.cols["reg_conflict_cycles"], dtype=np.float64),
-        wavef=np.asarray(gpu.cols["smem_wavefronts"], dtype=np.int64),
-        glines=np.asarray(gpu.cols["glines"], dtype=np.int64), warp_start=np.asarray(gpu._warp_start, dtype=np.int64),
-        sector_start=sector_start, sector_list=sector_list,
+        stage=stage, **arrays,
         kind=col(0, np.int64), pipe=col(1, np.int64), occupancy=col(2, np.float64), latency=col(3, np.float64),
         stall=col(4, np.float64), wbar=np.array([-1 if e[5] is None else e[5] for e in ex], dtype=np.int64),
         rbar=np.array([-1 if e[6] is None else e[6] for e in ex], dtype=np.int64), writes=col(7, np.bool_),
@@ -178,9 +189,11 @@ def build(gpu, occ, ctas) -> State:
         l2=_lru_from(memory.l2.sectors, memory.l2.capacity), l2_counts=np.zeros(2, dtype=np.int64),
         dirty=_lru_from(memory.dirty, memory.dirty_capacity),
         reach=_lru_from(memory.reach, max(1, memory.reach_capacity)),
-        cta_queue=np.asarray(ctas, dtype=np.int64), glob=np.zeros(1, dtype=np.int64),
+        cta_queue=np.asarray(ctas, dtype=np.int64),
+        glob=np.array([0, len(ctas) if primed is None else primed, 0, -1, 0, 0], dtype=np.int64),
         order_buf=np.zeros(occ.ctas_per_sm * gpu.warps_per_cta, dtype=np.int64),
-        scratch_sectors=np.zeros(max(1, max_sectors), dtype=np.int64), scratch_pend=np.zeros(SB_CAPACITY)))
+        scratch_sectors=np.zeros(MAX_SECTORS, dtype=np.int64), scratch_pend=np.zeros(SB_CAPACITY),
+        heap_buf=np.zeros((n_sm + 1, 4))))
 
 
 def _contiguous(st: State) -> State:
@@ -244,7 +257,9 @@ def _as_state(owned):
     st.regc = _borrowed(owned.regc)
     st.wavef = _borrowed(owned.wavef)
     st.glines = _borrowed(owned.glines)
-    st.warp_start = _borrowed(owned.warp_start)
+    st.warp_begin = _borrowed(owned.warp_begin)
+    st.warp_end = _borrowed(owned.warp_end)
+    st.warp_more = _borrowed(owned.warp_more)
     st.sector_start = _borrowed(owned.sector_start)
     st.sector_list = _borrowed(owned.sector_list)
     st.kind = _borrowed(owned.kind)
@@ -299,46 +314,79 @@ def _as_state(owned):
     st.order_buf = _borrowed(owned.order_buf)
     st.scratch_sectors = _borrowed(owned.scratch_sectors)
     st.scratch_pend = _borrowed(owned.scratch_pend)
+    st.heap_buf = _borrowed(owned.heap_buf)
     return st
 
 
 @njit(cache=True)
 def simulate(owned):
     """`GPU._simulate`: fill the SMs round robin, `ctas_per_sm` rounds, then run the SMs that got
-    work in simpy's order until all are done. (status, SM): C.DONE, or the SM that stopped."""
+    work in simpy's order until all are done. (status, SM): C.DONE, the SM that stopped (WATCHDOG,
+    DEADLOCK), or C.NEED_TRACE: the run stopped for more records and goes on where it stopped when
+    called again with them (its event heap is kept in `heap_buf`, in the order simpy pops events)."""
     st = _as_state(owned)
     c = st.cfg[0]
+    g = st.glob
     n_sm = len(st.sm)
-    for _ in range(c.ctas_per_sm):
-        for m in range(n_sm):
-            C.launch_next(st, m, 0.0)
     heap = [(0.0, 0, 0, 0)]  # (time, priority: 0 a process's start, 1 a timeout; order scheduled, SM)
     heap.pop()
-    seq = 0
-    for m in range(n_sm):
-        if st.sm[m].n_warps > 0 or st.sm[m].issued > 0:
-            st.sm[m].ran = True
-            heap.append((0.0, 0, seq, m))
-            seq += 1
-    while len(heap) > 0:
-        t, _, _, m = heapq.heappop(heap)
-        status = C.run(st, m, t)
+    if not g[C.G_STARTED]:
+        g[C.G_STARTED] = 1
+        for _ in range(c.ctas_per_sm):
+            for m in range(n_sm):
+                C.launch_next(st, m, 0.0)
+        for m in range(n_sm):
+            if st.sm[m].n_warps > 0 or st.sm[m].issued > 0:
+                st.sm[m].ran = True
+                heap.append((0.0, 0, g[C.G_SEQ], m))
+                g[C.G_SEQ] += 1
+    else:
+        for i in range(g[C.G_HEAP_N]):
+            e = st.heap_buf[i]
+            heap.append((e[0], np.int64(e[1]), np.int64(e[2]), np.int64(e[3])))
+        heapq.heapify(heap)  # (the entries are distinct: any heap of them pops in the same order)
+    m = g[C.G_RESUME]
+    t = 0.0
+    resume = m >= 0
+    while resume or len(heap) > 0:
+        if not resume:
+            t, _, _, m = heapq.heappop(heap)
+        status = C.run(st, m, t, resume)
+        resume = False
         if status == C.YIELD:
-            heapq.heappush(heap, (st.sm[m].now, 1, seq, m))
-            seq += 1
+            heapq.heappush(heap, (st.sm[m].now, 1, g[C.G_SEQ], m))
+            g[C.G_SEQ] += 1
+        elif status == C.NEED_TRACE:
+            g[C.G_RESUME] = m
+            g[C.G_HEAP_N] = len(heap)
+            for i in range(len(heap)):
+                e = heap[i]
+                st.heap_buf[i, 0], st.heap_buf[i, 1], st.heap_buf[i, 2], st.heap_buf[i, 3] = e[0], e[1], e[2], e[3]
+            return status, m
         elif status != C.DONE:
             return status, m
+    g[C.G_RESUME] = -1
     return C.DONE, -1
 
 
 def run(gpu, occ, ctas):
     """Simulate `ctas` in detailed mode on the compiled engine: (SMs that ran, in the shape
     `GPU._result` reads; the memory system's counters)."""
+    st = build(gpu, occ, ctas, trace_arrays(gpu))
+    status, m = _simulate(st)
+    return results(gpu, st, status, m)
+
+
+def _simulate(st: State):
     global STATE_TYPE
-    st = build(gpu, occ, ctas)
     if STATE_TYPE is None:
         STATE_TYPE = _state_type(st)
-    status, m = simulate(st)
+    return simulate(st)
+
+
+def results(gpu, st: State, status: int, m: int):
+    """(SMs that ran, in the shape `GPU._result` reads; the memory system's counters) of a finished
+    run, or the error that stopped it."""
     used = np.flatnonzero(st.sm["ran"]).tolist()
     cfg = gpu.cfg
     if status == C.WATCHDOG:

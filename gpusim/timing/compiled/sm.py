@@ -26,7 +26,15 @@ EPS = 1e-9
 INF = np.inf
 GTO, LRR, TWO_LEVEL = 0, 1, 2  # scheduler policies
 DUAL_NONE, DUAL_CONTROL, DUAL_KEPLER = 0, 1, 2  # dual-issue rules
-YIELD, DONE, WATCHDOG, DEADLOCK = 0, 1, 2, 3  # how `run` returns
+YIELD, DONE, WATCHDOG, DEADLOCK, NEED_TRACE = 0, 1, 2, 3, 4  # how `run` returns
+# streaming (compiled/stream.py): a warp whose stream goes on beyond the records loaded for it keeps at
+# least LOOKAHEAD of them ahead of its position at every cycle step's start (one step issues at most two
+# of its instructions and reads the one after); below that its SM stops (NEED_TRACE) for more
+LOOKAHEAD = 8
+# st.glob: the next CTA of the queue to hand out; how many of the queue's CTAs have records loaded
+# (their warps LOOKAHEAD or all of theirs); whether the first launches were made; the SM to resume
+# after NEED_TRACE (-1: none); the event heap's length and its next sequence number (see engine.simulate)
+G_NEXT, G_PRIMED, G_STARTED, G_RESUME, G_HEAP_N, G_SEQ = 0, 1, 2, 3, 4, 5
 SELECTED, NOT_SELECTED, WAIT, SHORT_SB, LONG_SB = S.SELECTED, S.NOT_SELECTED, S.WAIT, S.SHORT_SB, S.LONG_SB
 MIO_T, LG_T, BARRIER_R, DISPATCH_R, BRANCH_R = S.MIO, S.LG, S.BARRIER, S.DISPATCH, S.BRANCH
 
@@ -36,9 +44,11 @@ MIO_T, LG_T, BARRIER_R, DISPATCH_R, BRANCH_R = S.MIO, S.LG, S.BARRIER, S.DISPATC
 def next_cta(st):
     """`GPU.next_cta`: the next CTA of the grid's queue, or -1."""
     g = st.glob
-    if g[0] < len(st.cta_queue):
-        g[0] += 1
-        return st.cta_queue[g[0] - 1]
+    if g[G_NEXT] < len(st.cta_queue):
+        if g[G_NEXT] >= g[G_PRIMED]:
+            raise RuntimeError("compiled engine: a CTA launched before its records were loaded")
+        g[G_NEXT] += 1
+        return st.cta_queue[g[G_NEXT] - 1]
     return -1
 
 
@@ -62,15 +72,18 @@ def launch(st, sm, cid, now):
         sp = sm * c.n_sp + smr.age % c.n_sp
         w = slot * wpc + j
         wr = st.w[w]
-        if gid + 1 >= len(st.warp_start):
+        if gid >= len(st.warp_begin):
             start = end = 0
+            more = False
         else:
-            start, end = st.warp_start[gid], st.warp_start[gid + 1]
-        wr.gid, wr.cta, wr.sp, wr.pos, wr.end = gid, slot, sp, start, end
+            start, end, more = st.warp_begin[gid], st.warp_end[gid], st.warp_more[gid]
+        if more and end - start < LOOKAHEAD:
+            raise RuntimeError("compiled engine: a warp launched with too few of its records loaded")
+        wr.gid, wr.cta, wr.sp, wr.pos, wr.end, wr.more = gid, slot, sp, start, end, more
         wr.ready_at = now + c.cta_launch_cycles
         wr.reason = NOT_SELECTED
         wr.since = now
-        wr.done = start == end
+        wr.done = start == end and not more
         wr.at_barrier = False
         st.sb_n[w, :] = 0
         st.miss_n[w] = 0
@@ -102,21 +115,29 @@ def launch_next(st, sm, now):
 
 # ---- the process ---------------------------------------------------------------------------------
 @njit
-def run(st, sm, env_now):
+def run(st, sm, env_now, resume):
     """`SM.run` from the engine's time `env_now` until it yields (it has run `quantum` cycles ahead:
     YIELD, to be resumed at `st.sm[sm].now`) or its last warp has exited (DONE); WATCHDOG or
-    DEADLOCK when the SM stopped making progress."""
+    DEADLOCK when the SM stopped making progress. Streaming: NEED_TRACE at a cycle step's start when
+    one of its warps, or the CTAs it may launch next, lack records; `resume` then goes on from there
+    as if it had not stopped (the same cycle, quantum and progress)."""
     c = st.cfg[0]
     smr = st.sm[sm]
     if not smr.started:
         smr.started = True
         smr.now = smr.last_progress = env_now
-    now, clock, last_progress = smr.now, env_now, smr.last_progress
+    now, clock, last_progress = smr.now, (smr.clock if resume else env_now), smr.last_progress
+    g = st.glob
+    n_queue = len(st.cta_queue)
     rows = st.stalls[sm]
     complete = c.policy != TWO_LEVEL
     order = st.order_buf
     first_sp = sm * c.n_sp
     while smr.n_warps > 0:
+        if smr.starved or (g[G_PRIMED] < n_queue and g[G_NEXT] + c.ctas_per_sm > g[G_PRIMED]):
+            smr.starved = False
+            smr.now, smr.clock, smr.last_progress = now, clock, last_progress
+            return NEED_TRACE
         progressed = False
         limit = now + EPS
         floor = now + 1.0
@@ -370,7 +391,12 @@ def execute(st, sm, sp, w, pc, now):
     if kind == BAR:
         arrive(st, sm, w, now)
         return False
-    if pos >= wr.end:
+    if wr.more:
+        if wr.end - pos < LOOKAHEAD:
+            if pos >= wr.end:
+                raise RuntimeError("compiled engine: a warp ran out of loaded records")
+            smr.starved = True
+    elif pos >= wr.end:
         exit_warp(st, sm, w, now)
         return True
     t = now + st.stall[pc]

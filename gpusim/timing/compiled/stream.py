@@ -1,0 +1,295 @@
+"""Detailed mode streamed: each warp's records made as the timing run consumes them, so that memory
+holds what the resident warps have still to run, not the grid's whole trace.
+
+The grid's CTAs are emulated in launch order, in groups (`EmulatorStream`): each group by its own
+`Emulator` on the launch's one global memory, a slice of emulator steps at a time. A slice's log
+becomes records for the group's warps (trace, precompute and global sectors, as for a whole trace),
+and the log is dropped. The compiled engine stops (`sm.NEED_TRACE`) at a cycle step's start when a
+warp it runs has fewer than `sm.LOOKAHEAD` records left, or when the CTAs it may launch next have
+none; the `Arena` then drops what the warps have run, appends the new slices' records, and the
+engine goes on exactly where it stopped. The records of each warp are the same as a whole trace's
+(a warp's stream depends on its own execution only), and so are the results, to the last bit
+(tests/test_stream.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import numpy as np
+
+from gpusim.timing.compiled import engine as E
+from gpusim.timing.compiled import sm as C
+from gpusim.timing.static import GLOAD, SMEM
+
+RECORD_FIELDS = {"pcs": np.int32, "mem_rows": np.int32, "regc": np.int8, "wavef": np.int16, "glines": np.int8}
+
+
+@dataclass
+class Segment:
+    """Records of some warps, each warp's contiguous and in order: warp `gids[i]` has `counts[i]` of
+    them; `mem_rows` index `sector_start` (the segment's own rows; -1: none); `complete`: the warps
+    whose streams end here."""
+    gids: np.ndarray
+    counts: np.ndarray
+    records: dict
+    sector_start: np.ndarray
+    sector_list: np.ndarray
+    complete: np.ndarray
+
+
+def segment_from_trace(gpu, trace, carry: np.ndarray, complete: np.ndarray, totals: dict) -> Segment:
+    """A `Segment` of the warps of `trace` (a piece of each one's stream), with the columns `gpu`
+    works out for a whole trace; `carry` (per warp id) continues the reuse cache's state across
+    pieces; `totals` (see `GPU.trace_totals`) gets this piece's counts added."""
+    from gpusim.timing.gpu import global_sector_rows
+    from gpusim.timing.precompute import precompute
+
+    gids = np.asarray(trace.warp_ids, dtype=np.int64)
+    piece = carry[gids]
+    cols = precompute(gpu.program, trace, **gpu.precompute_rules, reuse_carry=piece)
+    carry[gids] = piece
+    rec = trace.records
+    kinds = gpu.kind_of_pc[rec["pc_index"]]
+    mem_exec = np.zeros(len(trace.addresses), dtype=np.uint32)
+    mem = rec["mem_row"] >= 0
+    mem_exec[rec["mem_row"][mem]] = rec["exec_mask"][mem]
+    sector_start, sector_list = global_sector_rows(trace, kinds, mem_exec, gpu._sector_shift)
+    smem = kinds == SMEM
+    totals["executed"] += np.bincount(rec["pc_index"], minlength=len(gpu.program))
+    totals["smem_accesses"] += int(np.count_nonzero(smem))
+    totals["smem_wavefronts"] += int(cols["smem_wavefronts"][smem].sum(dtype=np.int64))
+    totals["smem_conflicts"] += int(cols["smem_conflicts"][smem].sum(dtype=np.int64))
+    totals["reg_conflict_cycles"] += int(cols["reg_conflict_cycles"].sum(dtype=np.int64))
+    totals["reuse_hits"] += int(cols["reuse_hits"].sum(dtype=np.int64))
+    totals["global_loads"] += int(np.count_nonzero(kinds == GLOAD))
+    counts = np.diff(np.append(trace.warp_starts, len(rec))).astype(np.int64)
+    records = {"pcs": rec["pc_index"], "mem_rows": rec["mem_row"], "regc": cols["reg_conflict_cycles"],
+               "wavef": cols["smem_wavefronts"], "glines": cols["glines"]}
+    return Segment(gids, counts, {k: np.ascontiguousarray(v, dtype=RECORD_FIELDS[k]) for k, v in records.items()},
+                   sector_start, sector_list, complete)
+
+
+def new_totals(n_pc: int) -> dict:
+    return {"executed": np.zeros(n_pc, dtype=np.int64), "smem_accesses": 0, "smem_wavefronts": 0, "smem_conflicts": 0,
+            "reg_conflict_cycles": 0, "reuse_hits": 0, "global_loads": 0}
+
+
+def running(st) -> np.ndarray:
+    """Per warp slot of the engine state `st`: whether a warp runs there (its CTA slot is in use and
+    it has not exited; warp slot w belongs to CTA slot w // warps per CTA)."""
+    wpc = int(st.cfg[0]["warps_per_cta"])
+    return st.cta["used"][np.arange(len(st.w)) // wpc] & ~st.w["done"]
+
+
+class Arena:
+    """The records the engine can read: per warp id, `begin` .. `end` in the record arrays, and
+    whether more will come (`more`); the engine's `warp_begin`, `warp_end`, `warp_more` are these
+    arrays themselves."""
+
+    def __init__(self, n_warps: int):
+        self.begin = np.zeros(n_warps, dtype=np.int64)
+        self.end = np.zeros(n_warps, dtype=np.int64)
+        self.more = np.ones(n_warps, dtype=np.bool_)
+        self.records = {k: np.zeros(0, dtype=t) for k, t in RECORD_FIELDS.items()}
+        self.sector_start = np.zeros(1, dtype=np.int64)
+        self.sector_list = np.zeros(0, dtype=np.int64)
+
+    def arrays(self) -> dict:
+        return dict(**self.records, warp_begin=self.begin, warp_end=self.end, warp_more=self.more,
+                    sector_start=self.sector_start, sector_list=self.sector_list)
+
+    def add(self, segments: list[Segment], st=None, queue_from: np.ndarray | None = None) -> None:
+        """Keep the records still to run (of warps running in the engine state `st`: from the one
+        before their position, which a barrier's release reads; of the warps `queue_from`, CTAs not
+        launched yet: all), drop the rest, and append `segments`. Positions in `st` move with
+        their records."""
+        old_n = len(self.records["pcs"])
+        # what stays: (warp id, first record, end)
+        if st is not None:
+            slots = np.flatnonzero(running(st))
+            run_gids = st.w["gid"][slots]
+            run_from = np.maximum(st.w["pos"][slots] - 1, self.begin[run_gids])
+        else:
+            slots = run_gids = run_from = np.zeros(0, dtype=np.int64)
+        waiting = np.zeros(0, dtype=np.int64) if queue_from is None else queue_from
+        waiting = waiting[self.end[waiting] > self.begin[waiting]]
+        kg = np.concatenate([run_gids, waiting])
+        ka = np.concatenate([run_from, self.begin[waiting]])
+        kb = self.end[kg]
+        # what comes: the segments' records, after the arena's in one source
+        seg_g = [s.gids for s in segments]
+        seg_a, off = [], old_n
+        for s in segments:
+            starts = np.r_[0, np.cumsum(s.counts)[:-1]] + off
+            seg_a.append(starts)
+            off += int(s.counts.sum())
+        sg = np.concatenate(seg_g) if segments else np.zeros(0, dtype=np.int64)
+        sa = np.concatenate(seg_a) if segments else np.zeros(0, dtype=np.int64)
+        sb = sa + (np.concatenate([s.counts for s in segments]) if segments else 0)
+        # pieces in the new order: by warp id, the kept part first
+        pg = np.concatenate([kg, sg])
+        pa = np.concatenate([ka, sa])
+        pb = np.concatenate([kb, sb])
+        part = np.r_[np.zeros(len(kg), dtype=np.int64), np.ones(len(sg), dtype=np.int64)]
+        order = np.lexsort((part, pg))
+        pg, pa, pb, part = pg[order], pa[order], pb[order], part[order]
+        lengths = pb - pa
+        new_start = np.r_[0, np.cumsum(lengths)]
+        total = int(new_start[-1])
+        src = np.repeat(pa - new_start[:-1], lengths) + np.arange(total, dtype=np.int64)
+        # rows and sectors: the arena's rows, then each segment's, numbered on
+        row_base, sec_base = len(self.sector_start) - 1, len(self.sector_list)
+        starts_all, lists_all, mem_parts = [self.sector_start[:-1]], [self.sector_list], [self.records["mem_rows"]]
+        for s in segments:
+            mr = s.records["mem_rows"].astype(np.int64)
+            mem_parts.append(np.where(mr >= 0, mr + row_base, -1))
+            starts_all.append(s.sector_start[:-1] + sec_base)
+            lists_all.append(s.sector_list)
+            row_base += len(s.sector_start) - 1
+            sec_base += len(s.sector_list)
+        starts_all.append(np.array([sec_base], dtype=np.int64))
+        row_starts = np.concatenate(starts_all)
+        sectors = np.concatenate(lists_all)
+        records = {}
+        for k in RECORD_FIELDS:
+            if k == "mem_rows":
+                continue
+            records[k] = np.concatenate([self.records[k]] + [s.records[k] for s in segments])[src]
+        rows = np.concatenate(mem_parts)[src]
+        is_mem = rows >= 0
+        src_rows = rows[is_mem]
+        new_rows = np.full(total, -1, dtype=np.int32)
+        new_rows[is_mem] = np.arange(len(src_rows), dtype=np.int32)
+        records["mem_rows"] = new_rows
+        counts = row_starts[src_rows + 1] - row_starts[src_rows]
+        sector_start = np.r_[0, np.cumsum(counts)].astype(np.int64)
+        self.sector_list = sectors[np.repeat(row_starts[src_rows] - sector_start[:-1], counts)
+                                   + np.arange(int(sector_start[-1]), dtype=np.int64)]
+        self.sector_start = sector_start
+        self.records = {k: records[k] for k in RECORD_FIELDS}
+        # each warp's new range; the running warps' positions move with their records
+        first = np.r_[True, pg[1:] != pg[:-1]] if len(pg) else np.zeros(0, dtype=bool)
+        last = np.r_[pg[1:] != pg[:-1], True] if len(pg) else np.zeros(0, dtype=bool)
+        moved_from = np.full(len(self.begin), -1, dtype=np.int64)  # the old position of each warp's new begin
+        kept_first = first & (part == 0)
+        moved_from[pg[kept_first]] = pa[kept_first]
+        self.begin[pg[first]] = new_start[:-1][first]
+        self.end[pg[last]] = new_start[1:][last]
+        if len(slots):
+            w = st.w
+            w["pos"][slots] = self.begin[run_gids] + (w["pos"][slots] - moved_from[run_gids])
+            w["end"][slots] = self.end[run_gids]
+        for s in segments:
+            self.more[s.complete] = False
+        if len(slots):
+            st.w["more"][slots] = self.more[run_gids]
+
+
+class EmulatorStream:
+    """The emulator's records for a detailed run, group by group of CTAs (launch order), a slice of
+    `slice_steps` emulator steps at a time."""
+
+    def __init__(self, gpu, program, launch, params, memory, ctas: list[int], group: int, slice_steps: int):
+        from gpusim.emu.emulator import Emulator
+
+        self.gpu, self.program = gpu, program
+        self.wpc = launch.warps_per_cta
+        self.groups = [list(ctas[i:i + group]) for i in range(0, len(ctas), group)]
+        if len(self.groups) > 1 and len(self.groups[-1]) < group:  # a last, partial group joins the one before:
+            self.groups[-2:] = [self.groups[-2] + self.groups[-1]]  # (the emulator's cost is per step, and per lane)
+        self.group_of = {c: i for i, g in enumerate(self.groups) for c in g}
+        self._make = lambda cs: Emulator(program, launch, params, memory, ctas=cs)
+        self.emus: dict[int, object] = {}
+        self.finished: set[int] = set()
+        self.slice_steps = slice_steps
+        self.carry = None
+        self.totals = new_totals(len(program))
+        self.memory, self.launch = memory, launch
+        self.warp_instructions = 0
+
+    def slice(self, g: int) -> Segment | None:
+        """The next slice of group `g` (None once it is finished)."""
+        from gpusim.timing.precompute import operand_table
+        from gpusim.trace import DynamicTrace
+
+        if g in self.finished:
+            return None
+        emu = self.emus.get(g)
+        if emu is None:
+            emu = self.emus[g] = self._make(self.groups[g])
+        done = emu.run_for(self.slice_steps)
+        if self.carry is None:
+            self.carry = np.full((self.launch.n_ctas * self.wpc, operand_table(self.program)[0].shape[1]), -1,
+                                 dtype=np.int32)
+        n_local = len(emu.warp_cta)
+        gids = np.asarray(emu.ctas, dtype=np.int64)[emu.warp_cta] * self.wpc + np.arange(n_local) % self.wpc
+        complete = gids[emu.done]  # (warps that have exited: their streams end with this slice or before)
+        if len(emu.log.pcs):
+            trace = DynamicTrace.from_emulator(emu)
+            emu.take_log()
+            seg = segment_from_trace(self.gpu, trace, self.carry, complete, self.totals)
+        else:
+            seg = Segment(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                          {k: np.zeros(0, dtype=t) for k, t in RECORD_FIELDS.items()},
+                          np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), complete)
+        if done:
+            self.warp_instructions += emu.warp_instructions
+            self.finished.add(g)
+            del self.emus[g]
+        return seg
+
+    def checked_run(self):
+        """What `emu.run.verify` needs of an emulator run: the whole grid's, on the one memory."""
+        return SimpleNamespace(program=self.program, launch=self.launch, memory=self.memory,
+                               ctas=list(range(self.launch.n_ctas)), warp_instructions=self.warp_instructions)
+
+
+def run_streamed(gpu, occ, ctas: list[int]):
+    """Detailed mode on the compiled engine, the records streamed from `gpu.records_stream`: (SMs that ran,
+    memory counters, totals for `GPU._result`)."""
+    stream = gpu.records_stream
+    cfg = gpu.cfg
+    wpc = gpu.warps_per_cta
+    queue = np.asarray(ctas, dtype=np.int64)
+    ahead = cfg.sm_count * occ.ctas_per_sm  # CTAs kept ready to launch: a full wave
+    arena = Arena(gpu._grid_ctas() * wpc)
+    warps = np.arange(wpc)
+
+    def ready(cta_index: int) -> bool:
+        gids = queue[cta_index] * wpc + warps
+        n = arena.end[gids] - arena.begin[gids]
+        return bool(((n >= C.LOOKAHEAD) | ~arena.more[gids]).all())
+
+    def fill(st, primed: int) -> int:
+        """Slices until no running warp is short of records and a wave of CTAs is ready; how many
+        of the queue's CTAs are ready."""
+        nxt = 0 if st is None else int(st.glob[C.G_NEXT])
+        while True:
+            want = set()
+            if st is not None:
+                short = running(st) & st.w["more"] & (arena.end[st.w["gid"]] - st.w["pos"] < 2 * C.LOOKAHEAD)
+                want |= {stream.group_of[int(c)] for c in st.w["gid"][short] // wpc}
+            while primed < len(queue) and ready(primed):
+                primed += 1
+            if primed < min(len(queue), nxt + ahead):
+                want.add(stream.group_of[int(queue[primed])])
+            if not want:
+                return primed
+            segments = [s for g in sorted(want) if (s := stream.slice(g)) is not None]
+            if not segments:
+                raise RuntimeError(f"streamed trace: groups {sorted(want)} have no more records to give")
+            arena.add(segments, st, (queue[nxt:, None] * wpc + warps).ravel())
+
+    primed = fill(None, 0)
+    st = E.build(gpu, occ, ctas, arena.arrays(), primed)
+    while True:
+        status, m = E._simulate(st)
+        if status != C.NEED_TRACE:
+            break
+        primed = fill(st, int(st.glob[C.G_PRIMED]))
+        st.glob[C.G_PRIMED] = primed
+        st = st._replace(**arena.arrays())
+    sms, memory = E.results(gpu, st, status, m)
+    return sms, memory, stream.totals

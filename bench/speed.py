@@ -1,23 +1,31 @@
-"""Speed and accuracy of the two timing modes (the fast-mode issue's table).
+"""Speed and memory of the two timing modes, per workload, card and size (issue 16's table).
 
-For the DGEMM family on the GTX 970 and the two SGEMMs on the H100 at each size: wall time and
-warp-instructions per second of the detailed and sampled modes (emulation included: it is part of
-what a user waits for), and the sampled-vs-detailed difference in cycles where detailed mode runs
-(`--detailed-max`). Results are appended to bench/results/speed.json as they come (a rerun skips
-the cases already there), then printed as a table.
+For the DGEMM family on the GTX 970 and the two SGEMMs on the H100: warp-instructions, wall time
+end to end (emulation and the output check included: what a user waits for), the rate, peak
+memory (the process's maximum resident set), and the wall seconds of each stage:
+- detailed mode (streamed, `gpusim/timing/compiled/stream.py`): emulate, trace (building records from
+  the emulator's log), columns (precompute and global sectors), arena (keeping and appending records),
+  engine (the compiled timing loop), check (outputs against numpy); the stages interleave, slice by
+  slice, and the rest of the wall time is set-up (inputs, the GPU's per-instruction facts);
+- sampled mode: inputs, emulate (the sampled CTAs), check, time (trace and the sampled run).
+Each case runs in a fresh process (its own peak memory, no warm caches but numba's). Results are
+appended to bench/results/speed.json as they come (a rerun skips the cases already there), then
+printed as a table with sampled-vs-detailed cycles where both ran.
 
-Usage: python bench/speed.py [--sizes 1024,2048,4096] [--detailed-max 1024] [--detailed-max-fp64 512] [--only-table]
+    python bench/speed.py [--sizes 1024,2048,4096] [--detailed-max 1024] [--detailed-max-fp64 512]
+                          [--only sgemm_maxas_64:h100] [--modes detailed,sampled] [--only-table]
+    python bench/speed.py --one sgemm_maxas_64 h100 4096 detailed     (one case, JSON on stdout)
 """
+
+from __future__ import annotations
 
 import argparse
 import json
+import resource
+import subprocess
+import sys
 import time
 from pathlib import Path
-
-from rich.console import Console
-from rich.table import Table
-
-from gpusim.timing.driver import run_workload
 
 RESULTS = Path(__file__).parent / "results" / "speed.json"
 DGEMMS = ["dgemm_unroll", "dgemm_unroll_128b", "dgemm_unroll_128b_prefsmem", "dgemm_unroll_db",
@@ -25,33 +33,102 @@ DGEMMS = ["dgemm_unroll", "dgemm_unroll_128b", "dgemm_unroll_128b_prefsmem", "dg
 CASES = [(w, "gtx970") for w in DGEMMS] + [("sgemm_maxas_64", "h100"), ("sgemm_maxas_128", "h100")]
 
 
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def one(name: str, card: str, n: int, mode: str) -> dict:
+    """Run one case in this process; what it measured."""
+    from gpusim.config import load_gpu
+    from gpusim.emu.run import emulate, verify
+    from gpusim.timing import driver as D
+    from gpusim.workloads import find_workload
+
+    t0 = time.perf_counter()
+    cfg = load_gpu(card)
+    wl = find_workload(name)
+    stages = {}
+    if mode == "detailed":
+        if not D.streams(cfg, mode, None):
+            raise SystemExit("bench/speed.py: detailed runs here are the streamed ones (a cold L2, the compiled engine)")
+        emu, inputs, r = D.time_streamed(wl, cfg, n)
+        stages.update(emu.stage_seconds)
+        t = time.perf_counter()
+        verify(wl, emu, inputs, n)
+        stages["check"] = time.perf_counter() - t
+    else:
+        ctas = D.sampled_ctas(wl, n, cfg)
+        t = time.perf_counter()
+        emu, inputs = emulate(wl, cfg.arch, n, ctas=ctas)  # (make_inputs, then the emulation)
+        stages["inputs+emulate"] = time.perf_counter() - t
+        t = time.perf_counter()
+        verify(wl, emu, inputs, n)
+        stages["check"] = time.perf_counter() - t
+        t = time.perf_counter()
+        r = D.time_emulated(emu, wl, cfg, n, mode)
+        stages["time"] = time.perf_counter() - t
+    wall = time.perf_counter() - t0
+    return {"cycles": r.cycles, "wall_s": round(wall, 2), "warp_instructions": r.warp_instructions,
+            "rate": round(r.warp_instructions / wall), "peak_mb": round(_peak_mb()),
+            "stages_s": {k: round(v, 2) for k, v in stages.items()}}
+
+
+def measure(name: str, card: str, n: int, mode: str) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--one", name, card, str(n), mode], capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"{name} {card} {n} {mode} failed:\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def load() -> dict:
     return json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
 
 
-def measure(name, card, n, mode) -> dict:
-    t0 = time.perf_counter()
-    r = run_workload(name, card, n, mode=mode)
-    wall = time.perf_counter() - t0
-    return {"cycles": r.cycles, "time_s": r.time_s, "wall_s": round(wall, 2),
-            "warp_instructions": r.warp_instructions, "rate": round(r.warp_instructions / wall),
-            "sampling": r.sampling}
+def table(results: dict, sizes: list[int], cases) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="gpusim timing modes: wall time end to end (emulation and output check included), "
+                    "rate, peak memory; stages in seconds")
+    for col in ("workload", "card", "n", "mode", "warp-instr", "wall s", "M warp-instr/s", "peak MB", "stages s",
+                "vs detailed"):
+        t.add_column(col, justify="right" if col not in ("stages s", "mode") else "left")
+    for n in sizes:
+        for name, card in cases:
+            d = results.get(f"{name}:{card}:{n}:detailed")
+            for mode in ("detailed", "sampled"):
+                r = results.get(f"{name}:{card}:{n}:{mode}")
+                if not r:
+                    continue
+                diff = f"{(r['cycles'] - d['cycles']) / d['cycles']:+.2%}" if mode == "sampled" and d else "-"
+                st = " ".join(f"{k} {v:g}" for k, v in r["stages_s"].items())
+                t.add_row(name, card, str(n), mode, f"{r['warp_instructions']:,}", f"{r['wall_s']:.1f}",
+                          f"{r['rate'] / 1e6:.2f}", f"{r['peak_mb']:,}", st, diff)
+    Console(width=200).print(t)
 
 
-def main():
+def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="1024,2048,4096")
     ap.add_argument("--detailed-max", type=int, default=1024)
     ap.add_argument("--detailed-max-fp64", type=int, default=512,
                     help="detailed-mode limit for the FP64-bound DGEMMs on the GTX 970 (minutes per case above)")
+    ap.add_argument("--only", default=None, help="workload:card[,workload:card...]")
+    ap.add_argument("--modes", default="detailed,sampled")
     ap.add_argument("--only-table", action="store_true")
+    ap.add_argument("--one", nargs=4, metavar=("WORKLOAD", "CARD", "N", "MODE"))
     args = ap.parse_args()
-    results = load()
+    if args.one:
+        name, card, n, mode = args.one
+        print(json.dumps(one(name, card, int(n), mode)))
+        return
+    cases = [tuple(c.split(":")) for c in args.only.split(",")] if args.only else CASES
     sizes = [int(s) for s in args.sizes.split(",")]
+    results = load()
     if not args.only_table:
         for n in sizes:
-            for name, card in CASES:
-                for mode in ("sampled", "detailed"):
+            for name, card in cases:
+                for mode in args.modes.split(","):
                     key = f"{name}:{card}:{n}:{mode}"
                     limit = args.detailed_max_fp64 if name.startswith("dgemm") else args.detailed_max
                     if key in results or (mode == "detailed" and n > limit):
@@ -59,21 +136,8 @@ def main():
                     results[key] = measure(name, card, n, mode)
                     RESULTS.parent.mkdir(parents=True, exist_ok=True)
                     RESULTS.write_text(json.dumps(results, indent=1))
-                    print(f"{key}: {results[key]['wall_s']} s", flush=True)
-    table = Table(title="gpusim timing modes: wall time (emulation included) and agreement")
-    for col in ("workload", "card", "n", "sampled s", "sampled warp-instr/s", "detailed s",
-                "detailed warp-instr/s", "sampled vs detailed"):
-        table.add_column(col, justify="right")
-    for n in sizes:
-        for name, card in CASES:
-            s = results.get(f"{name}:{card}:{n}:sampled")
-            d = results.get(f"{name}:{card}:{n}:detailed")
-            if not s:
-                continue
-            diff = f"{(s['cycles'] - d['cycles']) / d['cycles']:+.2%}" if d else "-"
-            table.add_row(name, card, str(n), f"{s['wall_s']:.1f}", f"{s['rate']:,}",
-                          f"{d['wall_s']:.1f}" if d else "-", f"{d['rate']:,}" if d else "-", diff)
-    Console(width=170).print(table)
+                    print(f"{key}: {results[key]['wall_s']} s, {results[key]['peak_mb']} MB", flush=True)
+    table(results, sizes, cases)
 
 
 if __name__ == "__main__":

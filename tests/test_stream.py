@@ -28,8 +28,14 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("free", [0, 1 << 30], ids=["only-needed-ctas", "whole-groups"])
 @pytest.mark.parametrize("case", list(CASES))
-def test_streamed_run_equals_the_whole_trace(case, monkeypatch):
+def test_streamed_run_equals_the_whole_trace(case, free, monkeypatch):
+    """`free`: the arena's room below which a slice emulates its whole group (0: only the CTAs that
+    need records, the others frozen)."""
+    from gpusim.timing.compiled import stream as S
+
+    monkeypatch.setattr(S, "FREE_RECORDS", free)
     name, gpu, size, overrides, slice_records = CASES[case]
     cfg = load_gpu(gpu)
     if overrides:

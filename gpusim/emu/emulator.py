@@ -151,6 +151,9 @@ class Emulator:
         self.pc = np.zeros(n_warps, dtype=np.int64)
         self.done = ~self.mask.any(axis=1)
         self.waiting = np.zeros(n_warps, dtype=bool)
+        # warps left alone for now (whole CTAs: detailed mode's streamed trace emulates the CTAs the
+        # timing run needs records of); run_for stops when only frozen warps could run
+        self.frozen = np.zeros(n_warps, dtype=bool)
         self.stacks: list[list] = [[] for _ in range(n_warps)]
         self.parked: list[list] = [[] for _ in range(n_warps)]  # per warp: paths waiting at a WARPSYNC (control.py)
         self.barriers: list[dict] = [{} for _ in range(n_warps)]  # per warp: BSSY barrier -> its entry's lanes
@@ -268,8 +271,8 @@ class Emulator:
         target = None if steps is None else self.steps + steps
         while target is None or self.steps < target:
             picked = self._pick()
-            if picked is None:
-                return True
+            if picked is None:  # all done, or only frozen warps could run
+                break
             pc, wids, horizon = picked
             self._run_batch(pc, Batch(self, wids), horizon)
         return bool(self.done.all())
@@ -283,12 +286,14 @@ class Emulator:
         """(pc, warps, horizon): the next batch and the lowest PC of the runnable warps outside it
         (None when all warps are done). Releases barriers and detects deadlock."""
         while True:
-            runnable = ~(self.done | self.waiting)
+            runnable = ~(self.done | self.waiting | self.frozen)
             if runnable.any():
                 break
             if self.done.all():
                 return None
             if not self._release_barriers():
+                if (self.frozen & ~self.done).any():
+                    return None  # (the frozen warps may still reach the barrier)
                 stuck = np.flatnonzero(self.waiting)
                 raise EmulationError(
                     f"barrier deadlock: {self._warp_where(int(stuck[0]))} and warps {self._local_warps(stuck)} "

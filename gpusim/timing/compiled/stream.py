@@ -14,6 +14,7 @@ engine goes on exactly where it stopped. The records of each warp are the same a
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -23,6 +24,10 @@ from gpusim.timing.compiled import engine as E
 from gpusim.timing.compiled import sm as C
 from gpusim.timing.static import GLOAD, SMEM
 
+# while the arena holds fewer records than this, a slice emulates all of its group's CTAs, not only the
+# ones that need records: the emulator's cost is mostly per step, so CTAs emulated apart cost more
+# (dgemm_unroll gtx970 512: a group of 13 + 3 CTAs, the 3 apart: 0.86 M/s end to end, together 1.2)
+FREE_RECORDS = 8 << 20
 RECORD_FIELDS = {"pcs": np.int32, "mem_rows": np.int32, "regc": np.int8, "wavef": np.int16, "glines": np.int8}
 
 
@@ -208,9 +213,13 @@ class EmulatorStream:
         self.totals = new_totals(len(program))
         self.memory, self.launch = memory, launch
         self.warp_instructions = 0
+        # wall seconds per stage (bench/speed.py prints them): emulation, trace building, columns
+        # (precompute, sectors), the arena, the engine
+        self.seconds = {"emulate": 0.0, "trace": 0.0, "columns": 0.0, "arena": 0.0, "engine": 0.0}
 
-    def slice(self, g: int) -> Segment | None:
-        """The next slice of group `g` (None once it is finished)."""
+    def slice(self, g: int, ctas=None) -> Segment | None:
+        """The next slice of group `g`'s CTAs `ctas` (the group's others wait; None: all of them);
+        None once the group is finished."""
         from gpusim.timing.precompute import operand_table
         from gpusim.trace import DynamicTrace
 
@@ -219,7 +228,14 @@ class EmulatorStream:
         emu = self.emus.get(g)
         if emu is None:
             emu = self.emus[g] = self._make(self.groups[g])
+        if ctas is None:
+            emu.frozen[:] = False
+        else:
+            emu.frozen[:] = ~np.isin(np.asarray(emu.ctas)[emu.warp_cta], np.fromiter(ctas, dtype=np.int64))
+        t0 = time.perf_counter()
         done = emu.run_for(self.slice_steps)
+        t1 = time.perf_counter()
+        self.seconds["emulate"] += t1 - t0
         if self.carry is None:
             self.carry = np.full((self.launch.n_ctas * self.wpc, operand_table(self.program)[0].shape[1]), -1,
                                  dtype=np.int32)
@@ -229,7 +245,10 @@ class EmulatorStream:
         if len(emu.log.pcs):
             trace = DynamicTrace.from_emulator(emu)
             emu.take_log()
+            t2 = time.perf_counter()
+            self.seconds["trace"] += t2 - t1
             seg = segment_from_trace(self.gpu, trace, self.carry, complete, self.totals)
+            self.seconds["columns"] += time.perf_counter() - t2
         else:
             seg = Segment(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
                           {k: np.zeros(0, dtype=t) for k, t in RECORD_FIELDS.items()},
@@ -243,7 +262,8 @@ class EmulatorStream:
     def checked_run(self):
         """What `emu.run.verify` needs of an emulator run: the whole grid's, on the one memory."""
         return SimpleNamespace(program=self.program, launch=self.launch, memory=self.memory,
-                               ctas=list(range(self.launch.n_ctas)), warp_instructions=self.warp_instructions)
+                               ctas=list(range(self.launch.n_ctas)), warp_instructions=self.warp_instructions,
+                               stage_seconds=dict(self.seconds))
 
 
 def run_streamed(gpu, occ, ctas: list[int]):
@@ -264,28 +284,40 @@ def run_streamed(gpu, occ, ctas: list[int]):
 
     def fill(st, primed: int) -> int:
         """Slices until no running warp is short of records and a wave of CTAs is ready; how many
-        of the queue's CTAs are ready."""
+        of the queue's CTAs are ready. A slice emulates the CTAs that need records: the running
+        ones with a warp below a slice's worth (once any is short: so that they go on together) and
+        the next CTAs to launch until they are ready; the others wait (memory holds about a slice
+        per warp)."""
         nxt = 0 if st is None else int(st.glob[C.G_NEXT])
         while True:
-            want = set()
+            want: dict[int, set] = {}
             if st is not None:
-                short = running(st) & st.w["more"] & (arena.end[st.w["gid"]] - st.w["pos"] < 2 * C.LOOKAHEAD)
-                want |= {stream.group_of[int(c)] for c in st.w["gid"][short] // wpc}
+                left = np.where(running(st) & st.w["more"], arena.end[st.w["gid"]] - st.w["pos"], np.iinfo(np.int64).max)
+                if (left < 2 * C.LOOKAHEAD).any():
+                    for c in np.unique(st.w["gid"][left < max(2 * C.LOOKAHEAD, stream.slice_steps)] // wpc):
+                        want.setdefault(stream.group_of[int(c)], set()).add(int(c))
             while primed < len(queue) and ready(primed):
                 primed += 1
-            if primed < min(len(queue), nxt + ahead):
-                want.add(stream.group_of[int(queue[primed])])
+            for i in range(primed, min(len(queue), nxt + ahead)):
+                if not ready(i):
+                    c = int(queue[i])
+                    want.setdefault(stream.group_of[c], set()).add(c)
             if not want:
                 return primed
-            segments = [s for g in sorted(want) if (s := stream.slice(g)) is not None]
+            roomy = len(arena.records["pcs"]) < FREE_RECORDS  # (then every CTA of a group goes on)
+            segments = [s for g in sorted(want) if (s := stream.slice(g, None if roomy else want[g])) is not None]
             if not segments:
                 raise RuntimeError(f"streamed trace: groups {sorted(want)} have no more records to give")
+            t = time.perf_counter()
             arena.add(segments, st, (queue[nxt:, None] * wpc + warps).ravel())
+            stream.seconds["arena"] += time.perf_counter() - t
 
     primed = fill(None, 0)
     st = E.build(gpu, occ, ctas, arena.arrays(), primed)
     while True:
+        t = time.perf_counter()
         status, m = E._simulate(st)
+        stream.seconds["engine"] += time.perf_counter() - t
         if status != C.NEED_TRACE:
             break
         primed = fill(st, int(st.glob[C.G_PRIMED]))

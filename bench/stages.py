@@ -1,4 +1,6 @@
-"""Per-stage wall times of one detailed simulation: emulate, trace building, GPU init (precompute), run.
+"""Per-stage wall times of one detailed simulation on the whole trace: emulate, trace building, GPU
+init (precompute), run. (The whole-trace path is what timelines and a warm L2 use; a cold detailed
+run streams its trace, and `bench/speed.py` gives that path's stages.)
 
     PYTHONPATH=. python3 bench/stages.py sgemm_maxas_64 h100 512 [--no-run] [--profile STAGE]
 

@@ -264,12 +264,12 @@ class Emulator:
         self.run_for(None)
         return self
 
-    def run_for(self, steps: int | None) -> bool:
+    def run_for(self, steps: int | None, log_bytes: int | None = None) -> bool:
         """Run on for about `steps` more steps (whole batches: a little past them; None: to the end),
-        keeping the state to go on from later (detailed mode's streamed trace takes the log between
-        calls). Whether every warp is done."""
+        or until the trace log holds about `log_bytes`, keeping the state to go on from later
+        (detailed mode's streamed trace takes the log between calls). Whether every warp is done."""
         target = None if steps is None else self.steps + steps
-        while target is None or self.steps < target:
+        while (target is None or self.steps < target) and (log_bytes is None or self.log_bytes < log_bytes):
             picked = self._pick()
             if picked is None:  # all done, or only frozen warps could run
                 break

@@ -139,8 +139,11 @@ def streams(cfg, mode: str, window) -> bool:
     return mode == "detailed" and GPU.engine == "compiled" and window is None and cfg.memory.l2.initial != "warm"
 
 
-# streamed detailed mode: records made per slice of emulation, about this many at a time
+# streamed detailed mode: records made per slice of emulation, about this many at a time, or fewer
+# where the emulator's log of them reaches SLICE_LOG_BYTES (memory-bound kernels: 256 bytes of
+# addresses per access). Smaller slices cost more stops and more copying of the records kept
 SLICE_RECORDS = 1 << 21
+SLICE_LOG_BYTES = 48 << 20
 
 
 def time_streamed(wl, cfg, size: int, honour_control_codes: bool | None = None):
@@ -168,7 +171,8 @@ def time_streamed(wl, cfg, size: int, honour_control_codes: bool | None = None):
                     program.shared_bytes - program.reserved_shared_bytes + launch.dynamic_shared_bytes)
     group = max(1, cfg.sm_count * occ.ctas_per_sm)
     warps = min(group, len(ctas)) * launch.warps_per_cta
-    gpu.records_stream = EmulatorStream(gpu, program, launch, params, memory, ctas, group, max(64, SLICE_RECORDS // warps))
+    gpu.records_stream = EmulatorStream(gpu, program, launch, params, memory, ctas, group, max(64, SLICE_RECORDS // warps),
+                                        SLICE_LOG_BYTES)
     result = gpu.run(wl.name, size)
     return gpu.records_stream.checked_run(), inputs, result
 

@@ -27,7 +27,7 @@ from gpusim.timing.static import GLOAD, SMEM
 # while the arena holds fewer records than this, a slice emulates all of its group's CTAs, not only the
 # ones that need records: the emulator's cost is mostly per step, so CTAs emulated apart cost more
 # (dgemm_unroll gtx970 512: a group of 13 + 3 CTAs, the 3 apart: 0.86 M/s end to end, together 1.2)
-FREE_RECORDS = 8 << 20
+FREE_RECORDS = 4 << 20
 RECORD_FIELDS = {"pcs": np.int32, "mem_rows": np.int32, "regc": np.int8, "wavef": np.int16, "glines": np.int8}
 
 
@@ -194,9 +194,12 @@ class Arena:
 
 class EmulatorStream:
     """The emulator's records for a detailed run, group by group of CTAs (launch order), a slice of
-    `slice_steps` emulator steps at a time."""
+    `slice_steps` emulator steps at a time, or less where the emulator's log reaches `slice_bytes`
+    (the addresses of memory-bound kernels: a slice's log, its trace and columns are what memory holds
+    beside the arena)."""
 
-    def __init__(self, gpu, program, launch, params, memory, ctas: list[int], group: int, slice_steps: int):
+    def __init__(self, gpu, program, launch, params, memory, ctas: list[int], group: int, slice_steps: int,
+                 slice_bytes: int | None = None):
         from gpusim.emu.emulator import Emulator
 
         self.gpu, self.program = gpu, program
@@ -208,7 +211,7 @@ class EmulatorStream:
         self._make = lambda cs: Emulator(program, launch, params, memory, ctas=cs)
         self.emus: dict[int, object] = {}
         self.finished: set[int] = set()
-        self.slice_steps = slice_steps
+        self.slice_steps, self.slice_bytes = slice_steps, slice_bytes
         self.carry = None
         self.totals = new_totals(len(program))
         self.memory, self.launch = memory, launch
@@ -233,7 +236,7 @@ class EmulatorStream:
         else:
             emu.frozen[:] = ~np.isin(np.asarray(emu.ctas)[emu.warp_cta], np.fromiter(ctas, dtype=np.int64))
         t0 = time.perf_counter()
-        done = emu.run_for(self.slice_steps)
+        done = emu.run_for(self.slice_steps, self.slice_bytes)
         t1 = time.perf_counter()
         self.seconds["emulate"] += t1 - t0
         if self.carry is None:
@@ -306,11 +309,13 @@ def run_streamed(gpu, occ, ctas: list[int]):
                 return primed
             roomy = len(arena.records["pcs"]) < FREE_RECORDS  # (then every CTA of a group goes on)
             segments = [s for g in sorted(want) if (s := stream.slice(g, None if roomy else want[g])) is not None]
-            if not segments:
-                raise RuntimeError(f"streamed trace: groups {sorted(want)} have no more records to give")
             t = time.perf_counter()
+            waiting = int(np.count_nonzero(arena.more))
             arena.add(segments, st, (queue[nxt:, None] * wpc + warps).ravel())
             stream.seconds["arena"] += time.perf_counter() - t
+            if not any(len(s.counts) for s in segments) and np.count_nonzero(arena.more) == waiting:
+                # (an emulator always moves on: its warps run, or exit, or it reports a deadlock)
+                raise RuntimeError(f"streamed trace: groups {sorted(want)} made no records and ended no warps")
 
     primed = fill(None, 0)
     st = E.build(gpu, occ, ctas, arena.arrays(), primed)

@@ -34,8 +34,8 @@ CASES = {
                                                     "memory.l2.dirty_limit_bytes": 16384}, {}),
     "hopper-dirty-reach": ("coalescedMultiply", "h100", 128, {"memory.l2.dirty_reach_bytes": 4096}, {}),
     "hopper-few-sms": ("sgemm_maxas_128", "h100", 256, {"sm_count": 3}, {}),
-    "hopper-unified-stage": ("naiveMatMatMul", "h100", 64, {}, {}),  # LDS and 32-line LDGs on one data stage
-    "hopper-separate-stages": ("naiveMatMatMul", "h100", 64, {"memory.l1.unified_data_stage": False}, {}),
+    "hopper-unified-stage": ("naiveMatMatMul", "h100", 64, {"memory.l1.unified_data_stage": True}, {}),  # LDS and 32-line LDGs on one stage
+    "hopper-separate-stages": ("naiveMatMatMul", "h100", 64, {}, {}),
     "maxwell-dgemm": ("dgemm_unroll_db_128b_prefsmem", "gtx970", 128, {}, {}),
     "maxwell-naive": ("naiveMatMatMul", "gtx970", 64, {}, {}),
     "maxwell-two-level": ("dgemm_unroll", "gtx970", 128, {"sm.scheduler.policy": "two_level", "watchdog_cycles": 20000}, {}),

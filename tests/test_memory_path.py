@@ -69,7 +69,6 @@ def test_unified_data_stage_is_shared_by_shared_and_global_accesses(h100):
     for q in (mio[1], mio[2], lsu[3]):
         q.access(0.0, 32, shared)
     assert lsu[3].free == pytest.approx(128.0)  # four queues busy, of both kinds: 0.25 each
-    assert h100.memory.l1.unified_data_stage
 
     class _Facts:
         tick, pipe_names, execute, operand_wait = float, ["mio"], [], []
@@ -92,7 +91,7 @@ def test_unified_data_stage_is_shared_by_shared_and_global_accesses(h100):
 
 def test_unified_data_stage_needs_one_rate(h100):
     with pytest.raises(GpusimError, match="unified_data_stage"):
-        apply_overrides(h100, {"memory.l1.lines_per_cycle": 2.0})
+        apply_overrides(h100, {"memory.l1.unified_data_stage": True, "memory.l1.lines_per_cycle": 2.0})
 
 
 def test_queue_without_a_sub_partition_rate_passes_in_issue_order():

@@ -3,8 +3,8 @@
 Each sub-partition sends its shared-memory instructions to the MIO and its global/local ones to the
 LSU through a queue that holds `depth` instructions. Behind the queues one SM-wide stage (the shared
 memory banks; the L1 tag stage) passes `stage.rate` units per cycle (wavefronts; 128-byte lines).
-Where L1 and shared memory are one array (`memory.l1.unified_data_stage`, the H100) both kinds pass
-one stage: a shared wavefront and a global line each take one of its cycles, and all eight queues
+Where L1 and shared memory are one array (`memory.l1.unified_data_stage`; an H100 hypothesis, off
+until measured: configs/gpus/arch/gh100.yaml) both kinds pass one stage: a shared wavefront and a global line each take one of its cycles, and all eight queues
 share it.
 Where a sub-partition has a rate of its own (`rate`), its queue passes at most that many units per
 cycle, and the sub-partitions with work queued share the stage equally: min(rate, stage rate /

@@ -6,7 +6,8 @@ The cases cover the paths of the model: Hopper with L1-cached loads and the per-
 stores through L2 with write-back, a warm L2, shared-memory queues and conflicts, Maxwell control
 codes with dual issue, DEPBAR and the FP64 pipe, Kepler's register scoreboard and dual issue,
 control codes ignored, the lrr and two_level policies, several CTA waves, and a tight L2 and
-dirty limit (evictions and write-backs of dirty sectors), and a short reach of dirty data.
+dirty limit (evictions and write-backs of dirty sectors), a short reach of dirty data, and shared
+and global accesses on one data stage (the H100's) or on stages of their own.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ CASES = {
                                                     "memory.l2.dirty_limit_bytes": 16384}, {}),
     "hopper-dirty-reach": ("coalescedMultiply", "h100", 128, {"memory.l2.dirty_reach_bytes": 4096}, {}),
     "hopper-few-sms": ("sgemm_maxas_128", "h100", 256, {"sm_count": 3}, {}),
+    "hopper-unified-stage": ("naiveMatMatMul", "h100", 64, {"memory.l1.unified_data_stage": True}, {}),  # LDS and 32-line LDGs on one stage
+    "hopper-separate-stages": ("naiveMatMatMul", "h100", 64, {}, {}),
     "maxwell-dgemm": ("dgemm_unroll_db_128b_prefsmem", "gtx970", 128, {}, {}),
     "maxwell-naive": ("naiveMatMatMul", "gtx970", 64, {}, {}),
     "maxwell-two-level": ("dgemm_unroll", "gtx970", 128, {"sm.scheduler.policy": "two_level", "watchdog_cycles": 20000}, {}),

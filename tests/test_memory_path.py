@@ -55,6 +55,45 @@ def test_busy_sub_partitions_share_the_sm_stage(h100):
     assert (start, done) == (200.0, 202.0)
 
 
+def test_unified_data_stage_is_shared_by_shared_and_global_accesses(h100):
+    """memory.l1.unified_data_stage: an SM's MIO and LSU queues pass one stage, so a sub-partition's
+    32-line global load and another's 32-wavefront shared load share its one unit per cycle (each
+    alone would pass at its sub-partition's own 0.5). The SM builds one stage for both kinds."""
+    from gpusim.timing.sm import SM
+
+    stage = Stage(1.0)
+    mio = [AccessQueue(30, 0.5, stage) for _ in range(4)]
+    lsu = [AccessQueue(36, 0.5, stage) for _ in range(4)]
+    shared = mio + lsu
+    assert lsu[0].access(0.0, 32, shared) == (0.0, 64.0)  # alone: its own 0.5
+    for q in (mio[1], mio[2], lsu[3]):
+        q.access(0.0, 32, shared)
+    assert lsu[3].free == pytest.approx(128.0)  # four queues busy, of both kinds: 0.25 each
+
+    class _Facts:
+        tick, pipe_names, execute, operand_wait = float, ["mio"], [], []
+
+    class _Gpu:  # what SM.__init__ reads (no trace: the stage wiring only)
+        static, control_mode, issue_facts, window = [], True, _Facts(), None
+
+        def __init__(self, cfg):
+            self.cfg = cfg
+
+        def make_sampler(self):
+            return None
+
+    for unified in (True, False):
+        cfg = apply_overrides(h100, {"memory.l1.unified_data_stage": unified})
+        sm = SM(0, _Gpu(cfg), None)
+        assert (sm.sps[0].mio.stage is sm.sps[0].lsu.stage) is unified
+        assert len(sm.mio_queues) == (8 if unified else 4)
+
+
+def test_unified_data_stage_needs_one_rate(h100):
+    with pytest.raises(GpusimError, match="unified_data_stage"):
+        apply_overrides(h100, {"memory.l1.unified_data_stage": True, "memory.l1.lines_per_cycle": 2.0})
+
+
 def test_queue_without_a_sub_partition_rate_passes_in_issue_order():
     stage = Stage(1.0)
     queues = [AccessQueue(2, None, stage) for _ in range(2)]

@@ -11,6 +11,8 @@
 //   sts_{32,64,128}          U shared stores per iteration at lane*stride (conflict degree by stride).
 //   issue_{lds,ldg,stg,sts}  ONE warp issues N accesses back to back and reads the clock after each:
 //                            the issue timestamps show when the warp's accesses start to wait for a queue.
+//   mix_lds_ldg              per warp (masks by warp id): U shared loads per iteration, or U L1-hitting
+//                            global loads, or nothing: do shared wavefronts and global lines share a stage?
 //   read_twice               every thread reads its part of a buffer twice (grid-stride): DRAM read bytes
 //                            (Nsight) show whether the buffer survived in L2 between the passes.
 //   write_once               writes a buffer once: DRAM write bytes show how much L2 writes back in-kernel.
@@ -255,6 +257,46 @@ ISSUE_KERNEL(lds, unsigned a = (unsigned)__cvta_generic_to_shared(smem) + (threa
 ISSUE_KERNEL(sts, unsigned a = (unsigned)__cvta_generic_to_shared(smem) + (threadIdx.x & 31) * stride, ISSUE_STS)
 ISSUE_KERNEL(ldg, const char* p = gbase + (threadIdx.x & 31) * stride, ISSUE_LDG)
 ISSUE_KERNEL(stg, char* q = (char*)gbase + (threadIdx.x & 31) * stride, ISSUE_STG)
+
+// ---- shared and global loads side by side: one L1 data stage, or two? ------------------------------------
+// Warp w (w < 32) runs if bit w of `active` is set: the global loads of ldg_ca32 (ld.global.ca.u32 at
+// gbase + lane*ldg_stride + k*4096, the same lines every iteration: L1 hits) if bit w of `ldg` is set,
+// else the shared loads of the sts kernels' pattern (ld.shared.u32 at lane*lds_stride + k*128, XOR-flipped
+// by `flip` bytes every iteration so that ptxas cannot hoist them). Each warp stamps its own start and end.
+extern "C" __global__ void __launch_bounds__(1024) mix_lds_ldg(const char* gbase, unsigned* sink, long long* out,
+                                                                int lds_iters, int ldg_iters, int lds_stride,
+                                                                int ldg_stride, unsigned ldg, unsigned active,
+                                                                unsigned flip, unsigned long long gflip) {
+    extern __shared__ __align__(16) char smem[];
+    int wid = threadIdx.x >> 5;
+    bool run = (active >> (wid & 31)) & 1u, global = (ldg >> (wid & 31)) & 1u;
+    unsigned a = (unsigned)__cvta_generic_to_shared(smem) + (threadIdx.x & 31) * lds_stride;
+    const char* p = gbase + (threadIdx.x & 31) * ldg_stride;
+    unsigned acc[4] = {0, 0, 0, 0};
+    long long t0 = 0, t1 = 0;
+    _Pragma("unroll 1") for (int rep = 0; rep < 2; ++rep) {
+        __syncthreads();
+        t0 = clk();
+        if (run && global) {
+            _Pragma("unroll 1") for (int i = 0; i < ldg_iters; ++i) {
+                unroll<0, 4096>([&]<int I, int OFF>() { LD32("ca"); });
+                p = (const char*)((unsigned long long)p ^ gflip);
+            }
+        } else if (run) {
+            _Pragma("unroll 1") for (int i = 0; i < lds_iters; ++i) {
+                unroll<0, 128>([&]<int I, int K>() {
+                    unsigned v;
+                    asm volatile("ld.shared.u32 %0, [%1+%2];" : "=r"(v) : "r"(a), "n"(K) : "memory");
+                    acc[I & 3] ^= v;
+                });
+                a ^= flip;
+            }
+        }
+        t1 = clk();
+    }
+    stamp(out, t0, t1);
+    keep(acc, sink);
+}
 
 // ---- L2 state: read a buffer twice, write a buffer once ------------------------------------------------
 extern "C" __global__ void read_twice(const float4* __restrict__ src, float* sink, long long n4) {

@@ -285,6 +285,83 @@ def m_issue(b: Bench) -> dict:
     return res
 
 
+def m_issue4(b: Bench) -> dict:
+    """As `issue`, with warps 0-3 of a 4-warp CTA: one warp on each sub-partition (warp id mod 4).
+    How many 32-way-conflicting LDS (32-line LDG) each issues before its first long gap says whether
+    the ~30-deep queue of `issue.*_w1` is per sub-partition (each ~30) or per SM (~30 in all); the
+    steady gaps say how the SM's stage is shared (4 x 32 units per gap: 128 cycles at 1 per cycle)."""
+    cp, np = b.cp, b.np
+    res = {"method": f"issue_<kind>: {NQ} accesses each followed by CS2R SR_CLOCKLO, warps 0-3 of one 128-thread "
+                     "CTA (one per sub-partition); second of two passes; gaps[k] = t[k+1] - t[k] in SM cycles",
+           "cases": {}}
+    g = cp.zeros(1 << 20, dtype=cp.uint8)
+    sink = cp.zeros(64, dtype=cp.uint32)
+    for kind in ("lds", "ldg"):
+        for stride in (4, 128):
+            out = cp.zeros(4 * (NQ + 1), dtype=cp.int64)
+            runs = []
+            for _ in range(3):
+                b.launch(f"issue_{kind}", 1, 128, (g, out, sink, np.int32(stride), np.int32(1)), shared=16 * 1024)
+                b.sync()
+                t = out.get().reshape(4, NQ + 1)
+                runs.append({int(w): [int(t[w, i + 1] - t[w, i]) for i in range(NQ)] for w in range(4)})
+            res["cases"][f"{kind}_s{stride}_sp4"] = {"gaps": runs[-1], "all_runs": runs, "stride_bytes": stride}
+    return res
+
+
+MIX_CASES = (  # name: (active warps, warps doing LDG) as bit masks over warp ids 0-31 (sub-partition = id mod 4)
+    ("lds32", 0xFFFFFFFF, 0), ("ldg32", 0xFFFFFFFF, 0xFFFFFFFF),
+    ("lds16", 0x0F0F0F0F, 0), ("ldg16", 0xF0F0F0F0, 0xF0F0F0F0),
+    ("mix16_16", 0xFFFFFFFF, 0xF0F0F0F0),       # every sub-partition: 4 LDS warps and 4 LDG warps
+    ("mix16_16_by_sp", 0xFFFFFFFF, 0xCCCCCCCC))  # LDS on sub-partitions 0-1, LDG on 2-3
+
+
+def m_mix(b: Bench) -> dict:
+    """Shared-memory wavefronts and L1-hitting global lines side by side (mix_lds_ldg): 1 CTA of 32
+    warps per SM; an LDS warp runs lds_iters x 16 conflict-free LDS (1 wavefront each), an LDG warp
+    ldg_iters x 16 LDG.E touching 32 lines each (L1 hits), the same units per warp. If the two pass
+    one SM-wide data stage at ~1 unit per cycle, mix16_16 takes about lds16 + ldg16; if they pass
+    stages of their own, about the longer of the two."""
+    cp, np = b.cp, b.np
+    lds_iters, ldg_iters, ldg_stride = 1024, 32, 128
+    units_lds, units_ldg = lds_iters * U, ldg_iters * U * 32
+    buf = cp.zeros(64 << 20, dtype=cp.uint8)
+    sink = cp.zeros(1 << 16, dtype=cp.uint32)
+    ctas, warps = b.sms, 32
+    res = {"method": f"mix_lds_ldg, 1 CTA of 32 warps per SM (24 KB dynamic shared); LDS warp: {lds_iters} x {U} "
+                     f"ld.shared.u32 at lane*4 (1 wavefront each); LDG warp: {ldg_iters} x {U} ld.global.ca.u32 at "
+                     f"lane*{ldg_stride} (32 lines each, L1 hits); second of two passes; span = max end - min start "
+                     "over the SM's active warps (median over SMs, median of 3 launches); units = wavefronts + lines",
+           "units_per_lds_warp": units_lds, "units_per_ldg_warp": units_ldg, "cases": {}}
+    for name, active, ldg in MIX_CASES:
+        out = cp.zeros(ctas * warps * 2, dtype=cp.int64)
+        reps = []
+        for _ in range(3):
+            b.launch("mix_lds_ldg", ctas, 32 * warps,
+                     (buf, sink, out, np.int32(lds_iters), np.int32(ldg_iters), np.int32(4), np.int32(ldg_stride),
+                      np.uint32(ldg), np.uint32(active), np.uint32(8192), np.uint64(0)), shared=24 * 1024)
+            b.sync()
+            o = out.get().reshape(ctas, warps, 2)
+            on = [w for w in range(warps) if active >> w & 1]
+            spans = [int(c[on, 1].max() - c[on, 0].min()) for c in o]
+            reps.append({"span": statistics.median(spans),
+                         "end_offsets_sm0": [int(o[0, w, 1] - o[0, on, 0].min()) for w in on]})
+        span = statistics.median(r["span"] for r in reps)
+        n_ldg = bin(active & ldg).count("1")
+        n_lds = bin(active & ~ldg & 0xFFFFFFFF).count("1")
+        units = n_lds * units_lds + n_ldg * units_ldg
+        res["cases"][name] = {"active_mask": hex(active), "ldg_mask": hex(ldg), "lds_warps": n_lds, "ldg_warps": n_ldg,
+                              "span_cycles": span, "units_per_cycle": round(units / span, 4),
+                              "spans": [r["span"] for r in reps], "end_offsets_sm0": reps[-1]["end_offsets_sm0"]}
+    c = res["cases"]
+    res["mix_over_sum_of_parts"] = round(c["mix16_16"]["span_cycles"] /
+                                         (c["lds16"]["span_cycles"] + c["ldg16"]["span_cycles"]), 3)
+    res["mix_over_longer_part"] = round(c["mix16_16"]["span_cycles"] /
+                                        max(c["lds16"]["span_cycles"], c["ldg16"]["span_cycles"]), 3)
+    del buf
+    return res
+
+
 def m_wrap(b: Bench) -> dict:
     """Plain loads (LDG.E, as compiled kernels issue them) that miss L1: 16 MB footprint (L2 hits) and
     2 GB (DRAM), by warps per SM."""
@@ -434,7 +511,7 @@ def main() -> int:
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--ncu-only", default="", help="with --ncu: 'wrap' profiles only the wrapped-load kernels")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
-    ap.add_argument("--only", default="", help="comma list: ldg,wrap,scatter,partition,stream,stg,sts,issue,launch,bandwidth")
+    ap.add_argument("--only", default="", help="comma list: ldg,wrap,scatter,partition,stream,stg,stg_scatter,sts,issue,issue4,mix,launch,bandwidth")
     args = ap.parse_args()
     if args.ncu_child:
         ncu_child(args.ncu_child, args.ncu_only)
@@ -464,6 +541,7 @@ def main() -> int:
     b = Bench(comp["cubin"])
     b.launch("empty", 1, 32, (b.np.uint64(0),))
     groups = {"ldg": m_ldg_rates, "wrap": m_wrap, "scatter": m_scatter, "partition": m_partition, "stream": m_stream, "stg": m_stg, "stg_scatter": m_stg_scatter, "sts": m_sts, "issue": m_issue,
+              "issue4": m_issue4, "mix": m_mix,
               "launch": m_launch, "bandwidth": m_bandwidth_events}
     only = {s for s in args.only.split(",") if s}
     for name, fn in groups.items():

@@ -161,6 +161,11 @@ class L1Config(_Model):
     lines_per_cycle: float = Field(default=1.0, gt=0)
     """Tag lookups per cycle of the L1/texture pipe: a warp's global access occupies it for as many
     cycles as it touches distinct 128-byte lines (an uncoalesced access is slow even when it hits)."""
+    unified_data_stage: bool = False
+    """True: shared memory and L1 are one array (Volta and later), and the lines of global/local
+    accesses and the wavefronts of shared-memory accesses pass one SM-wide data stage, one unit per
+    cycle at `sm.shared_memory.wavefronts_per_cycle` (which must then equal `lines_per_cycle`).
+    False: each kind passes a stage of its own (gpusim/timing/mem/lsu.py)."""
     miss_bytes_per_warp: int | None = Field(default=None, ge=1)
     """Bytes of register data (32 lanes x access width per load) one warp may have outstanding in
     loads that missed L1; a load that would exceed it waits for earlier ones to return (None: no limit)."""
@@ -247,6 +252,11 @@ class GpuConfig(_Model):
             raise ValueError("sm.scheduler.dual_issue 'control_codes' needs honour_control_codes: true")
         if sched.dual_issue == "control_codes" and self.arch != "sm_52":
             raise ValueError("sm.scheduler.dual_issue 'control_codes' exists only on sm_52 (Maxwell)")
+        l1 = self.memory.l1
+        if l1.unified_data_stage and l1.lines_per_cycle != self.sm.shared_memory.wavefronts_per_cycle:
+            raise ValueError(f"memory.l1.unified_data_stage needs memory.l1.lines_per_cycle ({l1.lines_per_cycle}) "
+                             f"equal to sm.shared_memory.wavefronts_per_cycle "
+                             f"({self.sm.shared_memory.wavefronts_per_cycle}): one stage has one rate")
         return self
 
     # --- conveniences (not fields) -------------------------------------------------------------

@@ -94,11 +94,16 @@ class SM:
         facts = gpu.issue_facts
         self.facts = facts
         self.execute_facts, self.operand_wait = facts.execute, facts.operand_wait  # read per instruction
-        # the SM-wide stages behind the sub-partitions' queues: the shared-memory banks, the L1 tag stage
-        mio_stage, tag_stage = Stage(cfg.sm.shared_memory.wavefronts_per_cycle), Stage(cfg.memory.l1.lines_per_cycle)
+        # the SM-wide stages behind the sub-partitions' queues: the shared-memory banks, the L1 tag stage;
+        # one data stage for both where L1 and shared memory are one array (`memory.l1.unified_data_stage`)
+        mio_stage = Stage(cfg.sm.shared_memory.wavefronts_per_cycle)
+        tag_stage = mio_stage if cfg.memory.l1.unified_data_stage else Stage(cfg.memory.l1.lines_per_cycle)
         self.sps = [SubPartition(i, facts.pipe_names, cfg.sm, mio_stage, tag_stage)
                     for i in range(cfg.sm.sub_partitions)]
+        # the queues that share each stage (they divide its rate among those busy: mem/lsu.py)
         self.mio_queues, self.lsu_queues = [sp.mio for sp in self.sps], [sp.lsu for sp in self.sps]
+        if tag_stage is mio_stage:
+            self.mio_queues = self.lsu_queues = self.mio_queues + self.lsu_queues
         self.policy = cfg.sm.scheduler.policy
         self.smem_latency = cfg.sm.shared_memory.latency_cycles
         self.mio_read = cfg.sm.mio_register_read_cycles

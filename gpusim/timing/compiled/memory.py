@@ -7,7 +7,8 @@ State (fields of the structured arrays built by `engine.build`):
 - queues (`st.q`, one row per sub-partition and kind: `q = sub-partition * 2 + MIO|LSU`): depth,
   rate (-1: none, instructions pass the SM-wide stage in issue order), free, and the cycles its
   queued instructions leave (`st.q_buf[q]`, a ring from `head`, `n` long);
-- stages (`st.stage`, one row per SM and kind: `SM * 2 + MIO|LSU`): rate, free;
+- stages (`st.stage`, one row per SM and kind: `SM * 2 + MIO|LSU`): rate, free (with a unified data
+  stage, `cfg.unified_stage`, both kinds use the MIO row);
 - the chip's L2, DRAM and their counters (`st.mem[0]`), the LRUs of L2, its dirty sectors and its
   reused sectors (the dirty data's reach), each SM's L1 LRU.
 """
@@ -39,10 +40,11 @@ def full_until(st, q, now):
 
 
 @njit
-def queue_access(st, q, stage, first_q, n_sp, now, units):
+def queue_access(st, q, stage, first_q, step, count, now, units):
     """`AccessQueue.access`: an instruction of `units` enters queue `q` at `now`; (cycle it starts to
-    pass, cycle it has passed). `first_q`: the queue of the SM's first sub-partition of this kind
-    (the SM's queues of a kind are `first_q`, `first_q` + 2, ...: they share `stage`)."""
+    pass, cycle it has passed). The `count` queues `first_q`, `first_q` + `step`, ... share `stage`
+    (`SM.mio_queues` / `SM.lsu_queues`: the SM's queues of one kind, step 2, or of both kinds where
+    the data stage is unified, step 1)."""
     row = st.q[q]
     srow = st.stage[stage]
     if row.rate < 0.0:
@@ -51,8 +53,8 @@ def queue_access(st, q, stage, first_q, n_sp, now, units):
         srow.free = done
     else:
         busy = 1
-        for i in range(n_sp):
-            other = first_q + 2 * i
+        for i in range(count):
+            other = first_q + step * i
             if other != q and st.q[other].free > now:
                 busy += 1
         rate = min(row.rate, srow.rate / busy)

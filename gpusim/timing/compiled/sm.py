@@ -439,16 +439,24 @@ def sb_push(st, w, b, release, long_wait, now):
 def access(st, sm, sp, w, kind, pos, pc, now):
     """`SM._access`: (cycle the data is there, long scoreboard?, cycle its registers were read)."""
     c = st.cfg[0]
+    first = sm * c.n_sp * 2  # the SM's first queue; its queues of one kind are every second one
     if kind == SMEM:
         wf = st.wavef[pos]
-        start, passed = M.queue_access(st, sp * 2 + M.MIO, sm * 2 + M.MIO, sm * c.n_sp * 2 + M.MIO, c.n_sp, now,
-                                       max(wf, 1))
+        if c.unified_stage:
+            start, passed = M.queue_access(st, sp * 2 + M.MIO, sm * 2 + M.MIO, first, 1, 2 * c.n_sp, now, max(wf, 1))
+        else:
+            start, passed = M.queue_access(st, sp * 2 + M.MIO, sm * 2 + M.MIO, first + M.MIO, 2, c.n_sp, now,
+                                           max(wf, 1))
         st.sm[sm].smem_wavefronts += wf
         return passed + c.smem_latency, False, start + c.mio_read
     if kind == CMEM:
         return now + c.const_latency, False, now + 2
-    start, passed = M.queue_access(st, sp * 2 + M.LSU, sm * 2 + M.LSU, sm * c.n_sp * 2 + M.LSU, c.n_sp, now,
-                                   max(1, st.glines[pos]))
+    if c.unified_stage:
+        start, passed = M.queue_access(st, sp * 2 + M.LSU, sm * 2 + M.MIO, first, 1, 2 * c.n_sp, now,
+                                       max(1, st.glines[pos]))
+    else:
+        start, passed = M.queue_access(st, sp * 2 + M.LSU, sm * 2 + M.LSU, first + M.LSU, 2, c.n_sp, now,
+                                       max(1, st.glines[pos]))
     row = st.mem_rows[pos]
     lo, hi = st.sector_start[row], st.sector_start[row + 1]
     if kind == GLOAD:

@@ -3,6 +3,9 @@
 Each sub-partition sends its shared-memory instructions to the MIO and its global/local ones to the
 LSU through a queue that holds `depth` instructions. Behind the queues one SM-wide stage (the shared
 memory banks; the L1 tag stage) passes `stage.rate` units per cycle (wavefronts; 128-byte lines).
+Where L1 and shared memory are one array (`memory.l1.unified_data_stage`; an H100 hypothesis, off
+until measured: configs/gpus/arch/gh100.yaml) both kinds pass one stage: a shared wavefront and a global line each take one of its cycles, and all eight queues
+share it.
 Where a sub-partition has a rate of its own (`rate`), its queue passes at most that many units per
 cycle, and the sub-partitions with work queued share the stage equally: min(rate, stage rate /
 busy sub-partitions) each. Where it has none (older cards), instructions pass the stage in issue
@@ -11,7 +14,10 @@ finds the queue full waits: Nsight Compute's mio_throttle / lg_throttle. The reg
 reads (a store's data, the address) are read as it starts to pass (the SM adds the configured
 `*_register_read_cycles`); until then its read scoreboard is held.
 
-Measured on the H100 (bench/micro/run_memory.py, validation/h100/micro/memory*_h100.json):
+Measured on the H100 (bench/micro/run_memory.py, validation/h100/micro/memory*_h100.json), the
+unified stage excepted (an assumption until `run_memory.py --only mix` measures it; what suggested
+it: naiveMatMatMul and sgemm_smem_padded issue the same LDS stream, but the first's Ac loads touch 32
+lines each, and it takes 918,870 ncu cycles at n=1024 to the second's 619,529):
 - one warp issues 32-way-conflicting LDS (32 wavefronts) every 4 cycles until about 30 are queued,
   then one every 64 cycles: depth ~30, 0.5 wavefronts per cycle per sub-partition, while 32 warps
   reach 0.95-1.0 wavefront per cycle per SM (`issue.lds_s128`, `sts.sts32_*`); two warps of one
@@ -56,7 +62,8 @@ class AccessQueue:
 
     def access(self, now: float, units: float, queues) -> tuple[float, float]:
         """An instruction of `units` enters at `now`: (cycle it starts to pass, cycle it has passed).
-        `queues`: all sub-partitions' queues of this kind (they share the stage)."""
+        `queues`: all the queues that share the stage (the SM's queues of this kind, or of both kinds
+        where the data stage is unified)."""
         stage = self.stage
         if self.rate is None:
             start = stage.free if stage.free > now else now

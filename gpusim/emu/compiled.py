@@ -1,0 +1,102 @@
+"""The FFMA and DFMA fast paths' arithmetic as numba loops over lanes (the GEMMs' inner loops).
+
+Each function does per lane exactly the IEEE float64 operations, in the same order, of the numpy
+code it stands for (fast.py's FFMA, fastfp64.fma_round_to_odd), so the results are the same to the
+bit; numba compiles without fast-math, so nothing is reassociated or fused into an fma. What it
+saves is numpy's per-call overhead: a GEMM step is one instruction over 16-32 warps, and the numpy
+versions spent most of their time in the dozen or so array calls per instruction.
+
+Both read their operands from the register file (`R[reg, lane]`, lanes `start:stop`) and write the
+destination only once every lane is known to take the fast path; otherwise they write nothing and
+return False, and the caller takes the numpy route (which handles every case).
+
+The functions are self-contained (no calls into other modules' numba code), so numba's own cache,
+keyed by this file, is never stale.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_LOW28 = np.uint64(0x0FFFFFFF)
+_CANONICAL_NAN32 = np.uint32(0x7FFFFFFF)
+_LOW32 = np.uint64(0xFFFFFFFF)
+_SHIFT32 = np.uint64(32)
+
+# fastfp64's constants (the round-to-odd FMA's range; see its module docstring)
+SPLIT = 134217729.0
+BIG = 2.0**995
+TINY = 2.0**-960
+
+
+@njit(cache=True, nogil=True)
+def ffma(R, F, ra, rb, rc, rd, start, stop, t):
+    """R[rd] = float32(fl64(a) * fl64(b) + fl64(c)) for lanes start:stop (F: R viewed as float32;
+    NaN results the canonical 0x7FFFFFFF, as ops.f32_result), the float64 sum kept in t. False
+    (nothing written) where some lane's sum has its low 28 mantissa bits zero: there the rounding
+    to float32 may round twice, and fast.py's numpy path redoes those lanes exactly."""
+    n = stop - start
+    for i in range(n):
+        x = np.float64(F[ra, start + i]) * np.float64(F[rb, start + i]) + np.float64(F[rc, start + i])
+        if (np.float64(x).view(np.uint64) & _LOW28) == 0:
+            return False
+        t[i] = x
+    for i in range(n):
+        x = t[i]
+        if x != x:
+            R[rd, start + i] = _CANONICAL_NAN32
+        else:
+            F[rd, start + i] = np.float32(x)
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _pair(R, row, lane):
+    bits = np.uint64(np.uint64(R[row, lane]) | (np.uint64(R[row + 1, lane]) << _SHIFT32))
+    return bits.view(np.float64)
+
+
+@njit(cache=True, nogil=True)
+def dfma(R, ra, rb, rc, rd, start, stop, out):
+    """Pair rd:rd+1 = fma(a, b, c) on register pairs, lanes start:stop: fastfp64.fma_round_to_odd
+    lane by lane (Dekker's split, TwoSum, rounding to odd), the result kept in out. False (nothing
+    written) where a lane is outside that algorithm's range: |a| or |b| not below 2^995, a product
+    or result not in [2^-960, inf), anything NaN (the comparisons fail)."""
+    n = stop - start
+    for i in range(n):
+        a = _pair(R, ra, start + i)
+        b = _pair(R, rb, start + i)
+        c = _pair(R, rc, start + i)
+        if not (abs(a) < BIG and abs(b) < BIG):
+            return False
+        t = SPLIT * a
+        ah = t - (t - a)
+        al = a - ah
+        t = SPLIT * b
+        bh = t - (t - b)
+        bl = b - bh
+        uh = a * b
+        ul = ((ah * bh - uh) + ah * bl + al * bh) + al * bl
+        th = c + uh
+        bv = th - c
+        tl = (c - (th - bv)) + (uh - bv)
+        s = tl + ul
+        bv = s - tl
+        e = (tl - (s - bv)) + (ul - bv)
+        v = s
+        if e != 0 and (np.float64(s).view(np.int64) & 1) == 0:
+            v = np.nextafter(s, s + e)
+        r = th + v
+        mag = abs(uh)
+        if not (mag >= TINY and mag < np.inf):
+            return False
+        mag = abs(r)
+        if not (mag >= TINY and mag < np.inf):
+            return False
+        out[i] = r
+    for i in range(n):
+        bits = np.float64(out[i]).view(np.uint64)
+        R[rd, start + i] = np.uint32(bits & _LOW32)
+        R[rd + 1, start + i] = np.uint32(bits >> _SHIFT32)
+    return True

@@ -62,14 +62,19 @@ def dfma(R, ra, rb, rc, rd, start, stop, out):
     """Pair rd:rd+1 = fma(a, b, c) on register pairs, lanes start:stop: fastfp64.fma_round_to_odd
     lane by lane (Dekker's split, TwoSum, rounding to odd), the result kept in out. False (nothing
     written) where a lane is outside that algorithm's range: |a| or |b| not below 2^995, a product
-    or result not in [2^-960, inf), anything NaN (the comparisons fail)."""
+    or result not in [2^-960, inf), anything NaN (the comparisons fail).
+
+    The loop has no branches (so that it vectorises): every lane is computed and the range checks
+    are and-ed. The step to the odd neighbour is np.nextafter(s, s + e) done on s's bits, which is
+    C99's nextafter wherever it is taken for a lane in range: there s is finite and nonzero (s = 0
+    has e = 0: a zero sum of two doubles is exact), and where s is not finite, th or uh is not and
+    the lane fails its checks whatever v is."""
     n = stop - start
+    ok = True
     for i in range(n):
         a = _pair(R, ra, start + i)
         b = _pair(R, rb, start + i)
         c = _pair(R, rc, start + i)
-        if not (abs(a) < BIG and abs(b) < BIG):
-            return False
         t = SPLIT * a
         ah = t - (t - a)
         al = a - ah
@@ -84,17 +89,18 @@ def dfma(R, ra, rb, rc, rd, start, stop, out):
         s = tl + ul
         bv = s - tl
         e = (tl - (s - bv)) + (ul - bv)
-        v = s
-        if e != 0 and (np.float64(s).view(np.int64) & 1) == 0:
-            v = np.nextafter(s, s + e)
+        bits = np.float64(s).view(np.int64)
+        y = s + e
+        odd = (e != 0) & ((bits & 1) == 0) & (y != s)
+        step = np.int64(1) if (y > s) == (s > 0) else np.int64(-1)
+        v = np.int64(bits + step).view(np.float64) if odd else s
         r = th + v
-        mag = abs(uh)
-        if not (mag >= TINY and mag < np.inf):
-            return False
-        mag = abs(r)
-        if not (mag >= TINY and mag < np.inf):
-            return False
+        mag_uh, mag_r = abs(uh), abs(r)
+        ok &= (abs(a) < BIG) & (abs(b) < BIG) & (mag_uh >= TINY) & (mag_uh < np.inf) & (mag_r >= TINY) & \
+            (mag_r < np.inf)
         out[i] = r
+    if not ok:
+        return False
     for i in range(n):
         bits = np.float64(out[i]).view(np.uint64)
         R[rd, start + i] = np.uint32(bits & _LOW32)

@@ -69,18 +69,28 @@ def check(workload, emu, inputs, n: int) -> dict:
             raise SpecError(f"reference has shape {np.shape(refs[arg.name])}, the buffer {shape}",
                             f"{workload.spec_path}: reference.{arg.name}") from None
         if written is not None:  # sampled: the elements the emulated CTAs stored (any of their words)
-            words = written[arg.name]
-            per = raw.view(DTYPES[arg.dtype]).itemsize // 4 or 1
-            hit = words.reshape(-1, per).any(axis=1) if per > 1 else words
-            mask = hit.reshape(shape, order=arg.order)
-            index = np.flatnonzero(mask)  # logical C-order positions
-            out = out[mask]
-            ref = refs[arg.name].values(mask) if ref is None else ref[mask]
+            index, at = _stored_elements(written[arg.name], DTYPES[arg.dtype], shape, arg.order)
+            out = out[at]
+            ref = refs[arg.name].values_at(index) if ref is None else ref[at]
         else:
             index = None
         report[arg.name] = _compare(out.reshape(-1), np.asarray(ref).reshape(-1), index, shape,
                                     workload.default_tolerance(), np.issubdtype(DTYPES[arg.dtype], np.integer))
     return report
+
+
+def _stored_elements(words: np.ndarray, dtype, shape, order: str):
+    """The elements of a buffer (logical `shape`, memory `order`) of which some word was stored, in
+    logical C order: (their C-order positions, their index tuple). From the written words' indices,
+    never a mask of the whole buffer (at n = 4096 that was most of a sampled run's check)."""
+    per = np.dtype(dtype).itemsize // 4  # words per element (every dtype is 4 or 8 bytes)
+    stored = np.unique(np.flatnonzero(words) // per)  # in memory order
+    at = np.unravel_index(stored, shape, order=order)
+    index = np.ravel_multi_index(at, shape)
+    if order != "C":
+        by_position = np.argsort(index, kind="stable")
+        index, at = index[by_position], tuple(i[by_position] for i in at)
+    return index, at
 
 
 # ---- references of a partial run: a matrix product is evaluated only where it is compared -----------
@@ -132,10 +142,14 @@ class _Product(_Deferred):
             raise AttributeError(name)
         return getattr(np.asarray(self), name)
 
-    def values(self, mask: np.ndarray, rows_per_block: int = 128) -> np.ndarray:
-        """The product's elements where `mask` is True (C order): for each block of the rows that hold
-        some, left[rows] @ right[:, the columns those rows need] (written CTA tiles keep that small)."""
-        rows, cols = np.nonzero(mask)  # sorted by row
+    def values(self, mask: np.ndarray) -> np.ndarray:
+        """The product's elements where `mask` is True (C order)."""
+        return self.values_at(np.flatnonzero(mask))
+
+    def values_at(self, positions: np.ndarray, rows_per_block: int = 128) -> np.ndarray:
+        """The product's elements at the sorted C-order `positions`: for each block of the rows that
+        hold some, left[rows] @ right[:, the columns those rows need] (written CTA tiles keep that small)."""
+        rows, cols = np.divmod(positions, self.shape[1])  # sorted by row
         out = np.empty(len(rows), dtype=np.result_type(self.left, self.right, np.float64))
         used = np.unique(rows)
         for s in range(0, len(used), rows_per_block):
@@ -200,8 +214,12 @@ class _Einsum(_Deferred):
         t = operand.transpose(fixed + keep)
         return t[tuple(idx[self.out_letters.index(letters[i])] for i in fixed)], "".join(letters[i] for i in keep)
 
-    def values(self, mask: np.ndarray, chunk: int = 4096) -> np.ndarray:
-        flat = np.flatnonzero(mask)
+    def values(self, mask: np.ndarray) -> np.ndarray:
+        """The elements where `mask` (of `shape`) is True (C order)."""
+        return self.values_at(np.flatnonzero(mask))
+
+    def values_at(self, flat: np.ndarray, chunk: int = 4096) -> np.ndarray:
+        """The elements at the sorted C-order positions `flat` of `shape`."""
         out = np.empty(len(flat), dtype=np.result_type(self.x, self.y, np.float64))
         for s in range(0, len(flat), chunk):
             idx = np.unravel_index(flat[s:s + chunk], self.out_shape)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpusim.emu import compiled
+from gpusim.emu.state import Exec
 from gpusim.isa.program import RZ
 
 SPLIT = 134217729.0  # 2^27 + 1: Dekker's split of a float64 into two 26-bit halves
@@ -82,16 +83,26 @@ def make_dfma(ins, generic, emu):
         st.row(op.reg + 1)  # IndexError (-> generic) for a pair beyond the kernel's registers
     if any(abs(r - rd) == 1 for r in (ra, rb, rc)):  # overlapping pairs: leave them to the generic path
         return None
-    R = st.R
+    R, lanes, forget = st.R, st.R.shape[1], st.forget
+    out = st.scratch(lanes)[0]
 
     def dfma(ex):
         sel = ex.sel
         if isinstance(sel, slice) and sel.step is None and not ex.uniform and ex.full:
             start, stop = sel.start, sel.stop
             if compiled.dfma(R, ra, rb, rc, rd, start, stop, st.scratch(stop - start)[0]):
-                st.forget(rd)
-                st.forget(rd + 1)
+                forget(rd)
+                forget(rd + 1)
                 return None
         return generic(ex)
 
-    return dfma, None
+    def all_lanes():
+        """Every lane of every warp, all executing (the emulator's all-lanes step: no Exec to build
+        unless the generic path has to run)."""
+        if compiled.dfma(R, ra, rb, rc, rd, 0, lanes, out):
+            forget(rd)
+            forget(rd + 1)
+            return
+        generic(Exec(emu, ins, np.arange(st.n_warps), slice(0, lanes), np.ones(lanes, bool), False, True))
+
+    return dfma, all_lanes

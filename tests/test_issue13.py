@@ -208,6 +208,38 @@ def test_partial_check_is_the_masked_comparison(name):
     assert not wrong["passed"] and wrong["first_wrong"]["index"] == list(np.argwhere(mask)[-1])
 
 
+@pytest.mark.parametrize("name", ["sgemm_maxas_64", "sgemm_naive_colmajor", "simpleMultiply"])
+def test_float32_product_operands_are_widened_late_to_the_same_bits(name, monkeypatch):
+    """A float32 input used only as an operand of `@` stays float32 until the deferred product
+    evaluates its rows and columns: the same bits as widening the whole input first."""
+    from gpusim.emu import run
+    from gpusim.workloads import find_workload
+
+    wl = find_workload(name)
+    n = 128
+    inputs = wl.make_inputs(n)
+    out = next(iter(wl.reference))
+    late = run._deferred_references(wl, inputs, n)[out]
+    assert any(inputs[k].dtype == np.float32 for k in run._only_multiplied(wl.reference.values(), set(inputs))
+               if isinstance(inputs[k], np.ndarray))  # the late path is taken
+    monkeypatch.setattr(run, "_only_multiplied", lambda exprs, names: set())
+    early = run._deferred_references(wl, inputs, n)[out]
+    positions = np.random.default_rng(3).choice(n * n, 500, replace=False)
+    positions.sort()
+    assert np.array_equal(late.values_at(positions), early.values_at(positions))
+    assert np.array_equal(np.asarray(late), np.asarray(early))
+
+
+def test_only_product_operands_are_widened_late():
+    from gpusim.emu.run import _only_multiplied
+
+    names = {"A", "B", "alpha"}
+    assert _only_multiplied(["alpha * (A.T @ B)"], names) == {"A", "B"}
+    assert _only_multiplied(["A @ B + A"], names) == {"B", "alpha"}
+    assert _only_multiplied(["np.einsum('ij,jk->ik', A, B)"], names) == {"alpha"}
+    assert _only_multiplied(["A[0] @ B", "B.T"], names) == {"alpha"}
+
+
 # ---- undefined behaviour is loud ---------------------------------------------------------------------
 @pytest.mark.parametrize("name,n,match", [
     ("k13_undef_reg", 64, r"read of register R7, never written by this lane: kernel k13_undef_reg, PC 0x0090 "

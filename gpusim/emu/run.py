@@ -134,7 +134,7 @@ class _Product(_Deferred):
         return _Product(self.right.T, self.left.T, self.scale)
 
     def __array__(self, dtype=None, copy=None):
-        v = self.scale * (self.left @ self.right)
+        v = self.scale * (_wide(self.left) @ _wide(self.right))
         return v if dtype is None else v.astype(dtype)
 
     def __getattr__(self, name):
@@ -156,17 +156,25 @@ class _Product(_Deferred):
             r = used[s:s + rows_per_block]
             lo, hi = np.searchsorted(rows, [r[0], r[-1]], side="left")[0], np.searchsorted(rows, r[-1], side="right")
             c = np.unique(cols[lo:hi])
-            block = self.left[r] @ self.right[:, c]
+            block = _wide(self.left[r]) @ _wide(self.right[:, c])
             out[lo:hi] = block[np.searchsorted(r, rows[lo:hi]), np.searchsorted(c, cols[lo:hi])]
         return self.scale * out
 
 
+def _wide(a: np.ndarray) -> np.ndarray:
+    """A float input in float64, the reference's precision (float64 arrays as they are)."""
+    return a.astype(np.float64, copy=False) if a.dtype.kind == "f" else a
+
+
 class _Operand(np.ndarray):
-    """An input array whose `@` (2-D operands) returns a deferred _Product."""
+    """An input array whose `@` (2-D operands) returns a deferred _Product. A float32 input that the
+    reference uses only as a product's operand (`_only_multiplied`) stays float32 here: the product
+    widens what it evaluates (the rows and columns of the compared elements) to float64, the same
+    values as widening it all first."""
 
     def __matmul__(self, other):
         a, b = self.view(np.ndarray), np.asarray(other).view(np.ndarray)
-        return _Product(a, b) if a.ndim == b.ndim == 2 else a @ b
+        return _Product(a, b) if a.ndim == b.ndim == 2 else _wide(a) @ _wide(b)
 
     def __rmatmul__(self, other):
         return _Operand.__matmul__(np.asarray(other).view(_Operand), self)
@@ -254,11 +262,13 @@ def _deferred_references(workload, inputs: dict, n: int) -> dict:
 
     env = {"np": _NumpyOptimisedEinsum(), **workload.size_env(n)}
     named = set(re.findall(r"[A-Za-z_]\w*", " ".join(str(e) for e in workload.reference.values())))
+    multiplied = _only_multiplied(workload.reference.values(), named)
     for k, v in inputs.items():
         if k not in named:  # e.g. the output buffers: not converted to float64 for nothing
             continue
         if isinstance(v, np.ndarray):
-            v = v.astype(np.float64, copy=False) if v.dtype.kind == "f" else v  # float64 inputs: no copy
+            if v.dtype.kind == "f" and k not in multiplied:  # (float64 inputs: no copy)
+                v = v.astype(np.float64, copy=False)
             v = v.view(_Operand)
         env[k] = v
     refs = {}
@@ -266,6 +276,30 @@ def _deferred_references(workload, inputs: dict, n: int) -> dict:
         r = eval_expr(expr, env, f"{workload.name}: reference.{out}")
         refs[out] = r if isinstance(r, (_Product, _Einsum)) else np.asarray(r).view(np.ndarray)
     return refs
+
+
+def _only_multiplied(exprs, names) -> set[str]:
+    """The names that every reference expression uses only as an operand of `@`, as themselves or
+    transposed (`A @ B`, `alpha * (A.T @ B)`): widening such an input can wait for the product
+    (_Operand). A name used any other way (arithmetic, a function's argument, an attribute other
+    than .T) is left out, as are all names when an expression does not parse."""
+    import ast
+
+    ok = set(names)
+    for expr in exprs:
+        try:
+            tree = ast.parse(str(expr), mode="eval")
+        except SyntaxError:
+            return set()
+        operands = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+                for side in (node.left, node.right):
+                    operands.add(id(side.value) if isinstance(side, ast.Attribute) and side.attr == "T" else id(side))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and id(node) not in operands:
+                ok.discard(node.id)
+    return ok
 
 
 def _compare(out, ref, index, shape, tol: float, integer: bool) -> dict:

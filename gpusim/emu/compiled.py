@@ -106,3 +106,22 @@ def dfma(R, ra, rb, rc, rd, start, stop, out):
         R[rd, start + i] = np.uint32(bits & _LOW32)
         R[rd + 1, start + i] = np.uint32(bits >> _SHIFT32)
     return True
+
+
+@njit(cache=True, nogil=True)
+def gather(words, q, offset, k, R, first, start):
+    """A load of k-word units (fastmem.make_load): R[first + j, start + i] = words[(q[i] + offset) * k + j]
+    for each lane i, `words` the memory as flat uint32 words. False (nothing written) where a unit is
+    outside `words` (the caller checked the bounds already; this only keeps a wrong index from
+    reading beyond the array)."""
+    n = len(q)
+    units = len(words) // k
+    for i in range(n):
+        u = np.int64(q[i]) + offset
+        if u < 0 or u >= units:
+            return False
+    for i in range(n):
+        base = (np.int64(q[i]) + offset) * k
+        for j in range(k):
+            R[first + j, start + i] = words[base + j]
+    return True

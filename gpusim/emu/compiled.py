@@ -35,19 +35,22 @@ def ffma(R, F, ra, rb, rc, rd, start, stop, t):
     """R[rd] = float32(fl64(a) * fl64(b) + fl64(c)) for lanes start:stop (F: R viewed as float32;
     NaN results the canonical 0x7FFFFFFF, as ops.f32_result), the float64 sum kept in t. False
     (nothing written) where some lane's sum has its low 28 mantissa bits zero: there the rounding
-    to float32 may round twice, and fast.py's numpy path redoes those lanes exactly."""
+    to float32 may round twice, and fast.py's numpy path redoes those lanes exactly (so does any
+    batch with an infinite or NaN sum: their low bits are zero)."""
     n = stop - start
+    a, b, c = F[ra, start:stop], F[rb, start:stop], F[rc, start:stop]  # (contiguous rows: vector code)
+    bits = t[:n].view(np.uint64)
+    exact = False  # (no early exit, so that the loop vectorises)
     for i in range(n):
-        x = np.float64(F[ra, start + i]) * np.float64(F[rb, start + i]) + np.float64(F[rc, start + i])
-        if (np.float64(x).view(np.uint64) & _LOW28) == 0:
-            return False
+        x = np.float64(a[i]) * np.float64(b[i]) + np.float64(c[i])
         t[i] = x
+        exact |= (bits[i] & _LOW28) == 0
+    if exact:
+        return False
+    d = R[rd, start:stop]
     for i in range(n):
         x = t[i]
-        if x != x:
-            R[rd, start + i] = _CANONICAL_NAN32
-        else:
-            F[rd, start + i] = np.float32(x)
+        d[i] = _CANONICAL_NAN32 if x != x else np.float32(x).view(np.uint32)
     return True
 
 

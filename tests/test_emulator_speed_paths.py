@@ -153,6 +153,38 @@ def test_ffma_fast_path_is_fused_rounding(lanes):
         ops.HANDLERS["MOV"](ex)  # overwrite the multiplicand a: the next FFMA must see the new value
 
 
+@pytest.mark.parametrize("lanes", [slice(0, None), slice(32, 96)], ids=["all-lanes", "some-lanes"])
+def test_ffma_fast_path_gives_the_generic_bits_with_nans_and_infinities(lanes):
+    """NaN results are the canonical 0x7FFFFFFF, infinities and overflow as the generic handler has
+    them, also with the destination one of the sources (such batches leave the compiled loop for
+    the numpy route: an infinite or NaN float64 sum has its low bits zero)."""
+    emu = _sgemm_emulator()
+    R = emu.state.R
+    sel = slice(lanes.start, lanes.stop or R.shape[1])
+    wids = np.arange(sel.start // 32, sel.stop // 32)
+    specials = np.array([np.nan, -np.nan, np.inf, -np.inf, 3e38, -3e38, 1e-45, 0.0], np.float32)
+    tried = 0
+    for ins in emu.program.instructions:
+        if ins.opcode != "FFMA" or ins.guard is not None or emu.handlers[ins.index].__name__ != "ffma":
+            continue  # (the fast handler's closure is named ffma)
+        rows = [s.reg for s in ins.srcs]
+        for k, r in enumerate(rows):  # a special value in every 3rd lane of each source, staggered
+            R[r, sel.start + k:sel.stop:3] = np.resize(np.roll(specials, k), len(range(sel.start + k, sel.stop, 3))
+                                                       ).view(np.uint32)
+        before = R.copy()
+        emu.handlers[ins.index](Exec(emu, ins, wids, sel, np.ones(sel.stop - sel.start, bool), False, True))
+        fast = R.copy()
+        R[:] = before
+        emu.state.forget(ins.dsts[0].reg)
+        ops.handler("sm_90", ins)(Exec(emu, ins, wids, sel, np.ones(sel.stop - sel.start, bool), False, True))
+        assert np.array_equal(fast, R), ins.text
+        assert (fast[ins.dsts[0].reg, sel] == 0x7FFFFFFF).any()
+        tried += 1
+        if tried == 4:
+            break
+    assert tried == 4
+
+
 def _fault(emu_factory, monkeypatch, generic: bool) -> str:
     with monkeypatch.context() as m:
         if generic:

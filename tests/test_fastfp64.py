@@ -7,7 +7,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from gpusim.emu.fastfp64 import fma_round_to_odd
+from gpusim.emu.fastfp64 import BIG, fma_round_to_odd
 
 
 def _exact(a, b, c) -> float:
@@ -51,19 +51,74 @@ def test_out_of_range_lanes_are_left_to_the_generic_path():
     assert fma_round_to_odd(one * np.inf, one, one) is None
 
 
+def _in_registers(a, b, c):
+    """A register file holding a, b, c as the pairs R0:R1, R2:R3, R4:R5 (lanes along the rows)."""
+    R = np.zeros((9, len(a)), np.uint32)
+    for row, v in zip((0, 2, 4), (a, b, c)):
+        words = np.ascontiguousarray(v, dtype=np.float64).view(np.uint32).reshape(-1, 2)
+        R[row], R[row + 1] = words[:, 0], words[:, 1]
+    return R
+
+
+def _edge_lanes():
+    """Operand triples at and beyond the edges of the round-to-odd algorithm's range."""
+    big, tiny, inf, nan = 2.0**995, 2.0**-960, np.inf, np.nan
+    return [(1.0, 1.0, -1.0), (2.0**-600, 2.0**-400, 1.0), (inf, 1.0, 1.0), (1.0, nan, 1.0), (nan, 1.0, 1.0),
+            (1.0, 1.0, nan), (1.0, 1.0, inf), (big, 1.0, 0.5), (np.nextafter(big, 0), 1.0, 0.5),
+            (1.0, -big, 0.5), (2.0**500, 2.0**500, 1.0), (tiny, 1.0, 0.0), (np.nextafter(tiny, 0), 1.0, 1.0),
+            (tiny, 1.0, -tiny * (1 - 2.0**-52)), (-3.0, 0.1, 0.3), (0.0, 1.0, 1.0), (1.0, 1.0, -0.0)]
+
+
+@pytest.mark.parametrize("make", [_operands, _ties])
+def test_compiled_dfma_is_fma_round_to_odd(make):
+    """compiled.dfma (the handler's loop) gives fma_round_to_odd's bits, and takes the generic path
+    (False, nothing written) exactly where the handler's numpy route did (factors below BIG, then
+    fma_round_to_odd not None): for random operands, ties, and batches with one
+    lane at or beyond the edges of the range."""
+    from gpusim.emu import compiled
+
+    rng = np.random.default_rng(11)
+    a, b, c = make(rng, 4000)
+    batches = [(a, b, c)]
+    for edge in _edge_lanes():
+        lanes = np.array([a[:5], b[:5], c[:5]])
+        lanes[:, 2] = edge
+        batches.append(tuple(lanes))
+    for a, b, c in batches:
+        R = _in_registers(a, b, c)
+        before = R.copy()
+        with np.errstate(invalid="ignore"):  # the handler's numpy route before: factors beyond BIG, generic
+            want = fma_round_to_odd(a, b, c) if max(np.abs(a).max(), np.abs(b).max()) < BIG else None
+        took = compiled.dfma(R, 0, 2, 4, 6, 0, len(a), np.empty(len(a)))
+        assert took == (want is not None), (a, b, c)
+        if took:
+            got = (R[6].astype(np.uint64) | R[7].astype(np.uint64) << np.uint64(32))
+            assert np.array_equal(got, want.view(np.uint64))
+        else:
+            assert np.array_equal(R, before)
+    # the destination may be the addend (the GEMM accumulator) and a lane range a part of the rows
+    a, b, c = _operands(rng, 64)
+    R = _in_registers(a, b, c)
+    assert compiled.dfma(R, 0, 2, 4, 4, 32, 64, np.empty(32))
+    got = (R[4].astype(np.uint64) | R[5].astype(np.uint64) << np.uint64(32)).view(np.float64)
+    assert np.array_equal(got[:32].view(np.uint64), c[:32].view(np.uint64))
+    assert np.array_equal(got[32:].view(np.uint64), fma_round_to_odd(a[32:], b[32:], c[32:]).view(np.uint64))
+
+
 def test_dgemm_emulation_is_identical_with_and_without_the_fast_path(monkeypatch):
-    from gpusim.emu import fast, fastfp64
+    from gpusim.emu import compiled, fast
     from gpusim.emu.run import emulate
     from gpusim.workloads import find_workload
 
     taken = []
+    loop = compiled.dfma
 
     def counted(*args):
-        r = fma_round_to_odd(*args)
-        taken.append(r is not None)
+        r = loop(*args)
+        taken.append(r)
         return r
 
-    monkeypatch.setattr(fastfp64, "fma_round_to_odd", counted)
+    monkeypatch.setattr(compiled, "dfma", counted)
     wl = find_workload("dgemm_unroll_db_128b")
     fast_emu, _ = emulate(wl, "sm_90", 128)
     assert sum(taken) > 0.9 * len(taken) > 0  # the fast path ran (not only its fallback)

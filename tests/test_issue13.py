@@ -180,6 +180,66 @@ def test_partial_run_references_equal_the_full_ones(name):
     assert np.allclose(lazy[out].values(mask), full[out][mask], rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("name", ["sgemm_maxas_64", "dgemm_unroll"])
+def test_partial_check_is_the_masked_comparison(name):
+    """check() of a partial run finds the stored elements from the written words' indices: the same
+    report as comparing the buffer and the deferred reference under the mask of stored elements
+    (outputs in column-major order, 4- and 8-byte elements)."""
+    from gpusim.emu.run import _compare, _deferred_references, check, emulate, stored_words
+    from gpusim.workloads import find_workload
+    from gpusim.workloads.spec import DTYPES
+
+    wl = find_workload(name)
+    n = 256
+    emu, inputs = emulate(wl, "sm_90", n, ctas=[1, 2])
+    report = check(wl, emu, inputs, n)
+    out = next(iter(wl.reference))
+    arg = next(a for a in wl.args if a.name == out)
+    shape = wl.buffer_shape(arg, n)
+    assert arg.order == "F"
+    per = 2 if arg.dtype == "float64" else 1
+    mask = stored_words(emu)[out].reshape(-1, per).any(axis=1).reshape(shape, order=arg.order)
+    values = emu.memory.read_buffer(out).view(DTYPES[arg.dtype]).reshape(shape, order=arg.order)
+    ref = _deferred_references(wl, inputs, n)[out].values(mask)
+    want = _compare(values[mask], ref, np.flatnonzero(mask), shape, wl.default_tolerance(), False)
+    assert report[out] == want and 0 < want["elements"] < mask.size
+    values[np.unravel_index(np.flatnonzero(mask)[-1], shape)] += 1.0  # the last stored element, wrong
+    wrong = check(wl, emu, inputs, n)[out]
+    assert not wrong["passed"] and wrong["first_wrong"]["index"] == list(np.argwhere(mask)[-1])
+
+
+@pytest.mark.parametrize("name", ["sgemm_maxas_64", "sgemm_naive_colmajor", "simpleMultiply"])
+def test_float32_product_operands_are_widened_late_to_the_same_bits(name, monkeypatch):
+    """A float32 input used only as an operand of `@` stays float32 until the deferred product
+    evaluates its rows and columns: the same bits as widening the whole input first."""
+    from gpusim.emu import run
+    from gpusim.workloads import find_workload
+
+    wl = find_workload(name)
+    n = 128
+    inputs = wl.make_inputs(n)
+    out = next(iter(wl.reference))
+    late = run._deferred_references(wl, inputs, n)[out]
+    assert any(inputs[k].dtype == np.float32 for k in run._only_multiplied(wl.reference.values(), set(inputs))
+               if isinstance(inputs[k], np.ndarray))  # the late path is taken
+    monkeypatch.setattr(run, "_only_multiplied", lambda exprs, names: set())
+    early = run._deferred_references(wl, inputs, n)[out]
+    positions = np.random.default_rng(3).choice(n * n, 500, replace=False)
+    positions.sort()
+    assert np.array_equal(late.values_at(positions), early.values_at(positions))
+    assert np.array_equal(np.asarray(late), np.asarray(early))
+
+
+def test_only_product_operands_are_widened_late():
+    from gpusim.emu.run import _only_multiplied
+
+    names = {"A", "B", "alpha"}
+    assert _only_multiplied(["alpha * (A.T @ B)"], names) == {"A", "B"}
+    assert _only_multiplied(["A @ B + A"], names) == {"B", "alpha"}
+    assert _only_multiplied(["np.einsum('ij,jk->ik', A, B)"], names) == {"alpha"}
+    assert _only_multiplied(["A[0] @ B", "B.T"], names) == {"alpha"}
+
+
 # ---- undefined behaviour is loud ---------------------------------------------------------------------
 @pytest.mark.parametrize("name,n,match", [
     ("k13_undef_reg", 64, r"read of register R7, never written by this lane: kernel k13_undef_reg, PC 0x0090 "

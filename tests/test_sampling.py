@@ -2,6 +2,7 @@
 
 import functools
 
+import numpy as np
 import pytest
 
 from gpusim.timing.driver import run_workload
@@ -230,6 +231,26 @@ def test_made_up_iterations_are_the_left_out_ones():
     glob = [i for i in range(at, at + n) if ref[1][i] >= 0 and g_full.is_global(ref[0][i])]
     assert glob and all(g_short.sectors(w.mem_rows[i]) == g_full.sectors(ref[1][i]) for i in glob)
     assert s.synthesized == 5 and s.loop(w).g_lo == 6 + 5
+
+
+def test_moved_row_sectors_are_distinct_sectors_of_the_moved_addresses():
+    """GPU.moved_row (plain Python over the 32 lanes) gives trace.elide.distinct_sectors of the
+    executing lanes' addresses moved by the stride, for strides either way and partial lane masks."""
+    from gpusim.config import load_gpu
+    from gpusim.timing.gpu import GPU
+    from gpusim.timing.static import GLOAD, GSTORE
+    from gpusim.trace.elide import distinct_sectors
+
+    emu, full, _ = _trace_pair("sgemm_maxas_64", "gtx970", 512, 6, 4)
+    g = GPU(emu.program, full, load_gpu("gtx970"), mode="sampled")
+    rows = np.flatnonzero(np.isin(g._record_kinds, [GLOAD, GSTORE]) & (full.records["mem_row"] >= 0))
+    rows = full.records["mem_row"][rows][:40]
+    g._mem_exec[rows[::3]] &= np.uint32(0x0F0F0F0F)  # some lanes not executing
+    assert len(rows) == 40
+    for row, delta in zip(rows.tolist(), [0, 4096, -4096, 32, -96, 1 << 20, -(1 << 20), 7] * 5):
+        moved = (g.trace.addresses[row].astype(np.int64) + delta).astype(np.uint64)
+        want = distinct_sectors(np.where(g._exec_lanes(row), moved, np.uint64(0))[None], g._sector_shift).tolist()
+        assert g.sectors(g.moved_row(row, delta)) == want and want
 
 
 def test_made_up_iterations_give_the_full_traces_result():

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusim.emu import fastint
+from gpusim.emu import compiled, fastint
 from gpusim.emu.fastfp64 import make_dfma
 from gpusim.emu.fastmem import make_load, make_store, whole_rows
 from gpusim.isa.program import RZ
@@ -88,9 +88,9 @@ def _redo(bits: np.ndarray, a, b, c):
 
 def _ffma(ins, generic, emu):
     """FFMA d, a, b, c on plain registers: d = float32(fl64(a) * fl64(b) + fl64(c)) rounded once, as
-    ops.ffma, computed in reused float64 buffers (the rare sums that would round twice redone). A
-    multiplicand row read for all lanes is widened once and kept (WarpState.float64_row) until the row
-    is written: GEMM loops reuse each one many times."""
+    ops.ffma: one compiled loop over the lanes (compiled.ffma) where no lane's sum may round twice,
+    else in numpy over reused float64 buffers, those sums redone exactly. There a multiplicand row
+    read for all lanes is widened once and kept (WarpState.float64_row) until the row is written."""
     if ins.modifiers or len(ins.srcs) != 3 or len(ins.dsts) != 1:
         return None
     if not all(_plain_reg(op) for op in ins.srcs + ins.dsts) or ins.dsts[0].reg == RZ:
@@ -107,8 +107,17 @@ def _ffma(ins, generic, emu):
     t, u = st.scratch(lanes)  # work arrays shared by all FFMAs
     widened, cached, forget = st.float64_row, st.cached_float64_row, st.forget
     derived = st.derived
+    R = st.R
 
     def all_lanes():
+        # the common case in one compiled loop (compiled.ffma: the same float64 operations lane by
+        # lane); where a sum may round twice it writes nothing and the numpy route below redoes it
+        if compiled.ffma(R, f32, ra, rb, rc, rd, 0, lanes, t):
+            forget(rd)
+            return
+        numpy_all_lanes()
+
+    def numpy_all_lanes():
         # a * b + c is NaN only where an operand is: finite a and b and a NaN-free c (flags kept per
         # row until it is written) spare the search for NaNs to canonicalise
         clean = derived(ra, "finite", _all_finite) and derived(rb, "finite", _all_finite) and \
@@ -133,6 +142,9 @@ def _ffma(ins, generic, emu):
 
     def some_lanes(sel: slice):
         p, q = st.scratch(sel.stop - sel.start)
+        if compiled.ffma(R, f32, ra, rb, rc, rd, sel.start, sel.stop, p):
+            forget(rd)
+            return
         np.copyto(p, f32[ra, sel])
         np.copyto(q, f32[rb, sel])
         np.multiply(p, q, out=p)

@@ -12,15 +12,18 @@ rounded sums: proved algorithms using rounding to odd", IEEE Trans. Computers 57
 
 The theorem needs no underflow and no overflow: where any lane is outside that range (a product or
 result below 2^-960 or zero, a factor beyond 2^995, anything not finite) the whole batch takes the
-generic path instead, which handles every case. Register pairs read for all lanes are kept as
-float64 arrays (with their Dekker halves) until a row of the pair is written, and a result is kept
-as its destination's value: GEMM loops reuse each factor several times and the accumulator always.
+generic path instead, which handles every case. `fma_round_to_odd` is the algorithm over arrays (the
+reference, checked against exact arithmetic); the handler runs it lane by lane as one compiled loop
+(compiled.dfma: the same operations in the same order, so the same bits) reading the register pairs
+in place: in numpy the dozen array operations per instruction cost far more than the arithmetic.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from gpusim.emu import compiled
+from gpusim.emu.state import Exec
 from gpusim.isa.program import RZ
 
 SPLIT = 134217729.0  # 2^27 + 1: Dekker's split of a float64 into two 26-bit halves
@@ -78,28 +81,28 @@ def make_dfma(ins, generic, emu):
     st.row(ins.dsts[0].reg + 1)
     for op in ins.srcs:
         st.row(op.reg + 1)  # IndexError (-> generic) for a pair beyond the kernel's registers
-    lanes = st.R.shape[1]
     if any(abs(r - rd) == 1 for r in (ra, rb, rc)):  # overlapping pairs: leave them to the generic path
         return None
+    R, lanes, forget = st.R, st.R.shape[1], st.forget
+    out = st.scratch(lanes)[0]
 
     def dfma(ex):
         sel = ex.sel
-        if not (isinstance(sel, slice) and not ex.uniform and ex.full):
-            return generic(ex)
-        if ex.n == lanes:  # every lane of every warp: the kept float64 pairs
-            a, b, c = st.float64_pair(ra), st.float64_pair(rb), st.float64_pair(rc)
-            if max(st.pair_maxabs(ra), st.pair_maxabs(rb)) < BIG:
-                r = fma_round_to_odd(a, b, c, st.pair_halves(ra), st.pair_halves(rb))
-                if r is not None:
-                    st.write_float64_pair(rd, r)
-                    return None
-            return generic(ex)
-        a, b, c = (st.read_float64_pair(r, sel) for r in (ra, rb, rc))
-        if max(np.abs(a).max(), np.abs(b).max()) < BIG:
-            r = fma_round_to_odd(a, b, c)
-            if r is not None:
-                st.write_float64_pair(rd, r, sel)
+        if isinstance(sel, slice) and sel.step is None and not ex.uniform and ex.full:
+            start, stop = sel.start, sel.stop
+            if compiled.dfma(R, ra, rb, rc, rd, start, stop, st.scratch(stop - start)[0]):
+                forget(rd)
+                forget(rd + 1)
                 return None
         return generic(ex)
 
-    return dfma, None
+    def all_lanes():
+        """Every lane of every warp, all executing (the emulator's all-lanes step: no Exec to build
+        unless the generic path has to run)."""
+        if compiled.dfma(R, ra, rb, rc, rd, 0, lanes, out):
+            forget(rd)
+            forget(rd + 1)
+            return
+        generic(Exec(emu, ins, np.arange(st.n_warps), slice(0, lanes), np.ones(lanes, bool), False, True))
+
+    return dfma, all_lanes

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpusim.emu import compiled
+from gpusim.emu.memory import access_units
 from gpusim.isa.program import RZ, URZ
 from gpusim.isa.widths import access_bits
 
@@ -46,17 +48,24 @@ def _plan(ins, reg_op, emu):
 
 
 def _units(ex, locate, nbytes):
-    """(unit array, per-lane unit index) for a batch the fast path can take (addresses recorded),
-    or None: then the generic handler runs (and reports any fault)."""
+    """(memory as flat uint32 words, per-lane unit index, unit offset to add) for a batch the fast
+    path can take (addresses recorded), or None: then the generic handler runs (and reports any fault)."""
     if not whole_rows(ex):
         return None
     found = locate(ex)
     if found is None:
         return None
-    units, q, addrs = found
+    words, q, offset, addrs = found
     if addrs is not None:
         ex.emu.record_addresses(ex, addrs, nbytes)
-    return units, q
+    return words, q, offset
+
+
+def _unit_index(q: np.ndarray, offset: int) -> np.ndarray:
+    """q + offset (the sum is a unit of the memory: >= 0, and below 2^32 where q is uint32)."""
+    if not offset:
+        return q
+    return q + (np.uint32(offset % 2**32) if q.dtype == np.uint32 else offset)
 
 
 def make_load(ins, generic, emu):
@@ -68,18 +77,19 @@ def make_load(ins, generic, emu):
     nbytes, first, last, locate = plan
     st = emu.state
 
+    k = last + 1 - first
+
     def load(ex):
         found = _units(ex, locate, nbytes)
         if found is None:
             return generic(ex)
-        units, q = found
+        words, q, offset = found
         for r in range(first, last + 1):
             st.forget(r)
-        if first == last:
-            np.take(units, q, out=st.R[first, ex.sel], mode="clip")  # q is in bounds (checked)
-        else:
-            rows = np.take(units, q, mode="clip").view(np.uint32).reshape(-1, last + 1 - first)
-            np.copyto(st.R[first:last + 1, ex.sel], rows.T)
+        # one compiled loop: unit q + offset of each lane into rows first .. last (q is in bounds:
+        # checked; the loop checks again and writes nothing if not, and the generic handler runs)
+        if not compiled.gather(words, q, offset, k, st.R, first, ex.sel.start):
+            return generic(ex)
 
     return load
 
@@ -97,7 +107,8 @@ def make_store(ins, generic, emu):
         found = _units(ex, locate, nbytes)
         if found is None:
             return generic(ex)
-        units, q = found
+        words, q, offset = found
+        units, q = access_units(words, nbytes), _unit_index(q, offset)
         if first == last:
             units[q] = st.R[first, ex.sel]
         else:
@@ -109,10 +120,11 @@ def make_store(ins, generic, emu):
 
 # ---- where the lanes' accesses go -----------------------------------------------------------------
 def _locator(ins, m, st, nbytes: int):
-    """Closure ex -> (units, q, addrs): the memory as units of `nbytes`, the unit of every lane's
-    access, and the lanes' addresses for the trace (uint64; uint32 for a shared [Rx + imm], half the
-    log's memory; None when the step is not recorded); None when some access would fault (out of
-    bounds, misaligned, outside every buffer)."""
+    """Closure ex -> (words, q, offset, addrs): the memory as flat uint32 words, the unit (of
+    `nbytes`, as access_units numbers them) of every lane's access less `offset`, and the lanes'
+    addresses for the trace (uint64; uint32 for a shared [Rx + imm], half the log's memory; None
+    when the step is not recorded); None when some access would fault (out of bounds, misaligned,
+    outside every buffer)."""
     shift = nbytes.bit_length() - 1
     addresses = _addresser(m, st)
     plain = m.reg is not None and m.width == 32 and (m.ureg is None or m.ureg == URZ)
@@ -129,20 +141,20 @@ def _locator(ins, m, st, nbytes: int):
                 lo, hi, bits, q = _summary(st.R[base, ex.sel], emu.shared_unit_base(nbytes)[ex.sel], shift)
             if not smem.fits(lo + imm, hi + imm, bits | imm, nbytes):
                 return None
-            q = q + (np.uint32((imm >> shift) % 2**32) if q.dtype == np.uint32 else imm >> shift)  # sum >= 0
+            offset = imm >> shift  # q + offset >= 0
             addrs = st.R[base, ex.sel] + np.uint32(imm % 2**32) if emu.record else None  # < size: no wrap
         else:
             a = addresses(ex)
             if not smem.fits(int(a.min()), int(a.max()), int(np.bitwise_or.reduce(a)), nbytes):
                 return None
-            q = emu.shared_unit_base(nbytes)[ex.sel] + (a >> shift)
+            q, offset = emu.shared_unit_base(nbytes)[ex.sel] + (a >> shift), 0
             addrs = a.view(np.uint64)
-        return smem.units(nbytes), q, addrs
+        return smem.flat_words, q, offset, addrs
 
     def global_(ex):
         a = addresses(ex)
         q = ex.emu.memory.unit_index(a, nbytes)
-        return None if q is None else (ex.emu.memory.units(nbytes), q, a.view(np.uint64))
+        return None if q is None else (ex.emu.memory.words, q, 0, a.view(np.uint64))
 
     return shared if ins.opcode in SHARED_OPCODES else global_
 

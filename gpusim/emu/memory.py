@@ -149,6 +149,7 @@ class SharedMemory:
         self.size = size
         row_words = -(-(max(size, 4) // 4 + 1) // 4) * 4  # +1: zero-size kernels; whole 16-byte rows
         self.words = np.zeros((n_ctas, row_words), dtype=np.uint32)
+        self.flat_words = self.words.reshape(-1)  # a view: all slots' words in one row
 
     def units(self, nbytes: int) -> np.ndarray:
         """All CTA slots' shared memory as an array of `nbytes`-sized units (a view): address a of

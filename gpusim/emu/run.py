@@ -69,18 +69,28 @@ def check(workload, emu, inputs, n: int) -> dict:
             raise SpecError(f"reference has shape {np.shape(refs[arg.name])}, the buffer {shape}",
                             f"{workload.spec_path}: reference.{arg.name}") from None
         if written is not None:  # sampled: the elements the emulated CTAs stored (any of their words)
-            words = written[arg.name]
-            per = raw.view(DTYPES[arg.dtype]).itemsize // 4 or 1
-            hit = words.reshape(-1, per).any(axis=1) if per > 1 else words
-            mask = hit.reshape(shape, order=arg.order)
-            index = np.flatnonzero(mask)  # logical C-order positions
-            out = out[mask]
-            ref = refs[arg.name].values(mask) if ref is None else ref[mask]
+            index, at = _stored_elements(written[arg.name], DTYPES[arg.dtype], shape, arg.order)
+            out = out[at]
+            ref = refs[arg.name].values_at(index) if ref is None else ref[at]
         else:
             index = None
         report[arg.name] = _compare(out.reshape(-1), np.asarray(ref).reshape(-1), index, shape,
                                     workload.default_tolerance(), np.issubdtype(DTYPES[arg.dtype], np.integer))
     return report
+
+
+def _stored_elements(words: np.ndarray, dtype, shape, order: str):
+    """The elements of a buffer (logical `shape`, memory `order`) of which some word was stored, in
+    logical C order: (their C-order positions, their index tuple). From the written words' indices,
+    never a mask of the whole buffer (at n = 4096 that was most of a sampled run's check)."""
+    per = np.dtype(dtype).itemsize // 4  # words per element (every dtype is 4 or 8 bytes)
+    stored = np.unique(np.flatnonzero(words) // per)  # in memory order
+    at = np.unravel_index(stored, shape, order=order)
+    index = np.ravel_multi_index(at, shape)
+    if order != "C":
+        by_position = np.argsort(index, kind="stable")
+        index, at = index[by_position], tuple(i[by_position] for i in at)
+    return index, at
 
 
 # ---- references of a partial run: a matrix product is evaluated only where it is compared -----------
@@ -124,7 +134,7 @@ class _Product(_Deferred):
         return _Product(self.right.T, self.left.T, self.scale)
 
     def __array__(self, dtype=None, copy=None):
-        v = self.scale * (self.left @ self.right)
+        v = self.scale * (_wide(self.left) @ _wide(self.right))
         return v if dtype is None else v.astype(dtype)
 
     def __getattr__(self, name):
@@ -132,27 +142,39 @@ class _Product(_Deferred):
             raise AttributeError(name)
         return getattr(np.asarray(self), name)
 
-    def values(self, mask: np.ndarray, rows_per_block: int = 128) -> np.ndarray:
-        """The product's elements where `mask` is True (C order): for each block of the rows that hold
-        some, left[rows] @ right[:, the columns those rows need] (written CTA tiles keep that small)."""
-        rows, cols = np.nonzero(mask)  # sorted by row
+    def values(self, mask: np.ndarray) -> np.ndarray:
+        """The product's elements where `mask` is True (C order)."""
+        return self.values_at(np.flatnonzero(mask))
+
+    def values_at(self, positions: np.ndarray, rows_per_block: int = 128) -> np.ndarray:
+        """The product's elements at the sorted C-order `positions`: for each block of the rows that
+        hold some, left[rows] @ right[:, the columns those rows need] (written CTA tiles keep that small)."""
+        rows, cols = np.divmod(positions, self.shape[1])  # sorted by row
         out = np.empty(len(rows), dtype=np.result_type(self.left, self.right, np.float64))
         used = np.unique(rows)
         for s in range(0, len(used), rows_per_block):
             r = used[s:s + rows_per_block]
             lo, hi = np.searchsorted(rows, [r[0], r[-1]], side="left")[0], np.searchsorted(rows, r[-1], side="right")
             c = np.unique(cols[lo:hi])
-            block = self.left[r] @ self.right[:, c]
+            block = _wide(self.left[r]) @ _wide(self.right[:, c])
             out[lo:hi] = block[np.searchsorted(r, rows[lo:hi]), np.searchsorted(c, cols[lo:hi])]
         return self.scale * out
 
 
+def _wide(a: np.ndarray) -> np.ndarray:
+    """A float input in float64, the reference's precision (float64 arrays as they are)."""
+    return a.astype(np.float64, copy=False) if a.dtype.kind == "f" else a
+
+
 class _Operand(np.ndarray):
-    """An input array whose `@` (2-D operands) returns a deferred _Product."""
+    """An input array whose `@` (2-D operands) returns a deferred _Product. A float32 input that the
+    reference uses only as a product's operand (`_only_multiplied`) stays float32 here: the product
+    widens what it evaluates (the rows and columns of the compared elements) to float64, the same
+    values as widening it all first."""
 
     def __matmul__(self, other):
         a, b = self.view(np.ndarray), np.asarray(other).view(np.ndarray)
-        return _Product(a, b) if a.ndim == b.ndim == 2 else a @ b
+        return _Product(a, b) if a.ndim == b.ndim == 2 else _wide(a) @ _wide(b)
 
     def __rmatmul__(self, other):
         return _Operand.__matmul__(np.asarray(other).view(_Operand), self)
@@ -200,8 +222,12 @@ class _Einsum(_Deferred):
         t = operand.transpose(fixed + keep)
         return t[tuple(idx[self.out_letters.index(letters[i])] for i in fixed)], "".join(letters[i] for i in keep)
 
-    def values(self, mask: np.ndarray, chunk: int = 4096) -> np.ndarray:
-        flat = np.flatnonzero(mask)
+    def values(self, mask: np.ndarray) -> np.ndarray:
+        """The elements where `mask` (of `shape`) is True (C order)."""
+        return self.values_at(np.flatnonzero(mask))
+
+    def values_at(self, flat: np.ndarray, chunk: int = 4096) -> np.ndarray:
+        """The elements at the sorted C-order positions `flat` of `shape`."""
         out = np.empty(len(flat), dtype=np.result_type(self.x, self.y, np.float64))
         for s in range(0, len(flat), chunk):
             idx = np.unravel_index(flat[s:s + chunk], self.out_shape)
@@ -236,11 +262,13 @@ def _deferred_references(workload, inputs: dict, n: int) -> dict:
 
     env = {"np": _NumpyOptimisedEinsum(), **workload.size_env(n)}
     named = set(re.findall(r"[A-Za-z_]\w*", " ".join(str(e) for e in workload.reference.values())))
+    multiplied = _only_multiplied(workload.reference.values(), named)
     for k, v in inputs.items():
         if k not in named:  # e.g. the output buffers: not converted to float64 for nothing
             continue
         if isinstance(v, np.ndarray):
-            v = v.astype(np.float64, copy=False) if v.dtype.kind == "f" else v  # float64 inputs: no copy
+            if v.dtype.kind == "f" and k not in multiplied:  # (float64 inputs: no copy)
+                v = v.astype(np.float64, copy=False)
             v = v.view(_Operand)
         env[k] = v
     refs = {}
@@ -248,6 +276,30 @@ def _deferred_references(workload, inputs: dict, n: int) -> dict:
         r = eval_expr(expr, env, f"{workload.name}: reference.{out}")
         refs[out] = r if isinstance(r, (_Product, _Einsum)) else np.asarray(r).view(np.ndarray)
     return refs
+
+
+def _only_multiplied(exprs, names) -> set[str]:
+    """The names that every reference expression uses only as an operand of `@`, as themselves or
+    transposed (`A @ B`, `alpha * (A.T @ B)`): widening such an input can wait for the product
+    (_Operand). A name used any other way (arithmetic, a function's argument, an attribute other
+    than .T) is left out, as are all names when an expression does not parse."""
+    import ast
+
+    ok = set(names)
+    for expr in exprs:
+        try:
+            tree = ast.parse(str(expr), mode="eval")
+        except SyntaxError:
+            return set()
+        operands = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+                for side in (node.left, node.right):
+                    operands.add(id(side.value) if isinstance(side, ast.Attribute) and side.attr == "T" else id(side))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and id(node) not in operands:
+                ok.discard(node.id)
+    return ok
 
 
 def _compare(out, ref, index, shape, tol: float, integer: bool) -> dict:

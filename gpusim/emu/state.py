@@ -36,7 +36,6 @@ class WarpState:
         self.UP[PT] = True
         self._f64: dict[int, np.ndarray] = {}  # register row -> float64 copy (see `float64_row`)
         self._derived: dict[int, dict] = {}  # register row -> other values computed from it (see `derived`)
-        self._pairs: dict[int, dict] = {}  # first row of a register pair -> its float64 values (`float64_pair`)
         self._scratch: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def row(self, reg: int) -> int:
@@ -70,66 +69,8 @@ class WarpState:
         """The float64 copy of row `row` if one is kept, else None."""
         return self._f64.get(row)
 
-    # ---- register pairs as float64 (R2:R3 = low word, high word), for fastfp64 -------------------------
-    def read_float64_pair(self, row: int, sel=slice(None)) -> np.ndarray:
-        """Rows `row` (low words) and `row + 1` (high words), lanes `sel`, as a new float64 array."""
-        lo, hi = self.R[row, sel], self.R[row + 1, sel]
-        out = np.empty(len(lo), dtype=np.uint64)
-        words = out.view(U32).reshape(-1, 2)
-        words[:, 0] = lo
-        words[:, 1] = hi
-        return out.view(np.float64)
-
-    def _pair(self, row: int) -> dict:
-        kept = self._pairs.get(row)
-        if kept is None:
-            value = self.read_float64_pair(row)
-            value.setflags(write=False)
-            kept = self._pairs[row] = {"value": value}
-        return kept
-
-    def float64_pair(self, row: int) -> np.ndarray:
-        """Register pair `row`:`row + 1` of all lanes as float64, kept until either row is written
-        (or set by `write_float64_pair`). Shared: read only."""
-        return self._pair(row)["value"]
-
-    def pair_maxabs(self, row: int) -> float:
-        kept = self._pair(row)
-        if "maxabs" not in kept:
-            with np.errstate(invalid="ignore"):
-                kept["maxabs"] = float(np.abs(kept["value"]).max())
-        return kept["maxabs"]
-
-    def pair_halves(self, row: int):
-        """Dekker's split of the kept pair (fastfp64.halves), kept with it."""
-        kept = self._pair(row)
-        if "halves" not in kept:
-            from gpusim.emu.fastfp64 import halves
-
-            with np.errstate(all="ignore"):
-                kept["halves"] = halves(kept["value"])
-        return kept["halves"]
-
-    def write_float64_pair(self, row: int, value: np.ndarray, sel=None) -> None:
-        """Write float64 `value` to pair `row`:`row + 1` (lanes `sel`, default all); a value for all
-        lanes is kept as the pair's float64 copy."""
-        self.forget(row)
-        self.forget(row + 1)
-        words = value.view(U32).reshape(-1, 2)
-        if sel is None:
-            self.R[row] = words[:, 0]
-            self.R[row + 1] = words[:, 1]
-            value.setflags(write=False)
-            self._pairs[row] = {"value": value}
-        else:
-            self.R[row, sel] = words[:, 0]
-            self.R[row + 1, sel] = words[:, 1]
-
     def forget(self, row: int) -> None:
         """Register row `row` is about to be written: drop what was derived from it."""
-        if self._pairs:
-            self._pairs.pop(row, None)
-            self._pairs.pop(row - 1, None)
         if self._f64:
             self._f64.pop(row, None)
         if self._derived:

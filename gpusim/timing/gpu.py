@@ -18,6 +18,9 @@ from gpusim.timing.static import GLOAD, GSTORE, SMEM, IssueFacts, static_info
 from gpusim.trace.elide import distinct_sectors
 
 
+_MASK64 = (1 << 64) - 1
+
+
 class GPU:
     cta_launch_cycles = 0  # CTA launch overhead is not modelled
     sampler_options: dict = {}  # keyword arguments for sampled mode's Sampler (benchmarks vary them)
@@ -113,9 +116,11 @@ class GPU:
         sectors are worked out now; the row id is past the trace's)."""
         if self._sector_start is None:
             self._global_sectors()
-        moved = (self.trace.addresses[row].astype(np.int64) + delta).astype(np.uint64)
-        moved = np.where(self._exec_lanes(row), moved, np.uint64(0))
-        self._sector_list.extend(distinct_sectors(moved[None], self._sector_shift).tolist())
+        # distinct_sectors of the moved addresses, in plain Python (32 lanes: numpy's per-call cost
+        # was most of it): executing lanes, address + delta modulo 2^64, 0 marking none
+        lanes, shift = int(self._mem_exec[row]), self._sector_shift
+        moved = ((a + delta) & _MASK64 for i, a in enumerate(self.trace.addresses[row].tolist()) if lanes >> i & 1)
+        self._sector_list.extend(sorted({a >> shift for a in moved if a}))
         self._sector_start.append(len(self._sector_list))
         return len(self._sector_start) - 2
 

@@ -1,0 +1,130 @@
+"""The FFMA and DFMA fast paths' arithmetic as numba loops over lanes (the GEMMs' inner loops).
+
+Each function does per lane exactly the IEEE float64 operations, in the same order, of the numpy
+code it stands for (fast.py's FFMA, fastfp64.fma_round_to_odd), so the results are the same to the
+bit; numba compiles without fast-math, so nothing is reassociated or fused into an fma. What it
+saves is numpy's per-call overhead: a GEMM step is one instruction over 16-32 warps, and the numpy
+versions spent most of their time in the dozen or so array calls per instruction.
+
+Both read their operands from the register file (`R[reg, lane]`, lanes `start:stop`) and write the
+destination only once every lane is known to take the fast path; otherwise they write nothing and
+return False, and the caller takes the numpy route (which handles every case).
+
+The functions are self-contained (no calls into other modules' numba code), so numba's own cache,
+keyed by this file, is never stale.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_LOW28 = np.uint64(0x0FFFFFFF)
+_CANONICAL_NAN32 = np.uint32(0x7FFFFFFF)
+_LOW32 = np.uint64(0xFFFFFFFF)
+_SHIFT32 = np.uint64(32)
+
+# fastfp64's constants (the round-to-odd FMA's range; see its module docstring)
+SPLIT = 134217729.0
+BIG = 2.0**995
+TINY = 2.0**-960
+
+
+@njit(cache=True, nogil=True)
+def ffma(R, F, ra, rb, rc, rd, start, stop, t):
+    """R[rd] = float32(fl64(a) * fl64(b) + fl64(c)) for lanes start:stop (F: R viewed as float32;
+    NaN results the canonical 0x7FFFFFFF, as ops.f32_result), the float64 sum kept in t. False
+    (nothing written) where some lane's sum has its low 28 mantissa bits zero: there the rounding
+    to float32 may round twice, and fast.py's numpy path redoes those lanes exactly (so does any
+    batch with an infinite or NaN sum: their low bits are zero)."""
+    n = stop - start
+    a, b, c = F[ra, start:stop], F[rb, start:stop], F[rc, start:stop]  # (contiguous rows: vector code)
+    bits = t[:n].view(np.uint64)
+    exact = False  # (no early exit, so that the loop vectorises)
+    for i in range(n):
+        x = np.float64(a[i]) * np.float64(b[i]) + np.float64(c[i])
+        t[i] = x
+        exact |= (bits[i] & _LOW28) == 0
+    if exact:
+        return False
+    d = R[rd, start:stop]
+    for i in range(n):
+        x = t[i]
+        d[i] = _CANONICAL_NAN32 if x != x else np.float32(x).view(np.uint32)
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _pair(R, row, lane):
+    bits = np.uint64(np.uint64(R[row, lane]) | (np.uint64(R[row + 1, lane]) << _SHIFT32))
+    return bits.view(np.float64)
+
+
+@njit(cache=True, nogil=True)
+def dfma(R, ra, rb, rc, rd, start, stop, out):
+    """Pair rd:rd+1 = fma(a, b, c) on register pairs, lanes start:stop: fastfp64.fma_round_to_odd
+    lane by lane (Dekker's split, TwoSum, rounding to odd), the result kept in out. False (nothing
+    written) where a lane is outside that algorithm's range: |a| or |b| not below 2^995, a product
+    or result not in [2^-960, inf), anything NaN (the comparisons fail).
+
+    The loop has no branches (so that it vectorises): every lane is computed and the range checks
+    are and-ed. The step to the odd neighbour is np.nextafter(s, s + e) done on s's bits, which is
+    C99's nextafter wherever it is taken for a lane in range: there s is finite and nonzero (s = 0
+    has e = 0: a zero sum of two doubles is exact), and where s is not finite, th or uh is not and
+    the lane fails its checks whatever v is."""
+    n = stop - start
+    ok = True
+    for i in range(n):
+        a = _pair(R, ra, start + i)
+        b = _pair(R, rb, start + i)
+        c = _pair(R, rc, start + i)
+        t = SPLIT * a
+        ah = t - (t - a)
+        al = a - ah
+        t = SPLIT * b
+        bh = t - (t - b)
+        bl = b - bh
+        uh = a * b
+        ul = ((ah * bh - uh) + ah * bl + al * bh) + al * bl
+        th = c + uh
+        bv = th - c
+        tl = (c - (th - bv)) + (uh - bv)
+        s = tl + ul
+        bv = s - tl
+        e = (tl - (s - bv)) + (ul - bv)
+        bits = np.float64(s).view(np.int64)
+        y = s + e
+        odd = (e != 0) & ((bits & 1) == 0) & (y != s)
+        step = np.int64(1) if (y > s) == (s > 0) else np.int64(-1)
+        v = np.int64(bits + step).view(np.float64) if odd else s
+        r = th + v
+        mag_uh, mag_r = abs(uh), abs(r)
+        ok &= (abs(a) < BIG) & (abs(b) < BIG) & (mag_uh >= TINY) & (mag_uh < np.inf) & (mag_r >= TINY) & \
+            (mag_r < np.inf)
+        out[i] = r
+    if not ok:
+        return False
+    for i in range(n):
+        bits = np.float64(out[i]).view(np.uint64)
+        R[rd, start + i] = np.uint32(bits & _LOW32)
+        R[rd + 1, start + i] = np.uint32(bits >> _SHIFT32)
+    return True
+
+
+@njit(cache=True, nogil=True)
+def gather(words, q, offset, k, R, first, start):
+    """A load of k-word units (fastmem.make_load): R[first + j, start + i] = words[(q[i] + offset) * k + j]
+    for each lane i, `words` the memory as flat uint32 words. False (nothing written) where a unit is
+    outside `words` (the caller checked the bounds already; this only keeps a wrong index from
+    reading beyond the array)."""
+    n = len(q)
+    units = len(words) // k
+    for i in range(n):
+        u = np.int64(q[i]) + offset
+        if u < 0 or u >= units:
+            return False
+    for i in range(n):
+        base = (np.int64(q[i]) + offset) * k
+        for j in range(k):
+            R[first + j, start + i] = words[base + j]
+    return True

@@ -32,7 +32,28 @@ def _ties(rng, n):
     return np.array([a * scale, b, c * scale])
 
 
-@pytest.mark.parametrize("make", [_operands, _ties])
+def _near_half_ulp(rng, n):
+    """a * b just off half an ulp of c: the sum's low part is far below the high part's last bit, so
+    that rounding it to odd must step towards the low part's sign (s + e rounds back to s). E.g.
+    a = c = 1 + 2^-52, b = 2^-53 (1 - 2^-52): fma = 1 + 2^-52, the exact sum lying just below halfway
+    to 1 + 2^-51; without the step to odd the halfway tie goes to the even 1 + 2^-51."""
+    x = rng.integers(1, 4, size=n).astype(np.float64)
+    y = rng.integers(1, 4, size=n).astype(np.float64)
+    sign = rng.choice([-1.0, 1.0], size=n)
+    a = 1 + x * 2.0**-52
+    b = sign * 2.0**-53 * (1 - y * 2.0**-52)
+    c = 1 + rng.integers(1, 2**40, size=n).astype(np.float64) * 2.0**-52
+    scale = np.exp2(rng.integers(-100, 100, size=n))
+    return np.array([a * scale, b, c * scale])
+
+
+def test_the_example_that_rounding_to_odd_towards_s_plus_e_missed():
+    a, b, c = 1 + 2.0**-52, 2.0**-53 * (1 - 2.0**-52), 1 + 2.0**-52
+    r = fma_round_to_odd(np.array([a]), np.array([b]), np.array([c]))
+    assert r[0] == _exact(a, b, c) == 1.0000000000000002
+
+
+@pytest.mark.parametrize("make", [_operands, _ties, _near_half_ulp])
 def test_fma_round_to_odd_is_the_exactly_rounded_fma(make):
     rng = np.random.default_rng(7)
     a, b, c = make(rng, 4000)
@@ -40,8 +61,10 @@ def test_fma_round_to_odd_is_the_exactly_rounded_fma(make):
     assert r is not None
     want = np.array([_exact(*t) for t in zip(a.tolist(), b.tolist(), c.tolist())])
     assert np.array_equal(r.view(np.uint64), want.view(np.uint64))
-    # the same with a plain double-rounded a * b + c would differ somewhere: the test can fail
-    assert not np.array_equal((a * b + c).view(np.uint64), want.view(np.uint64))
+    # the same with a plain double-rounded a * b + c would differ somewhere: the test can fail (near
+    # half an ulp, a * b + c rounds right; there stepping the wrong way would not: see the example)
+    if make is not _near_half_ulp:
+        assert not np.array_equal((a * b + c).view(np.uint64), want.view(np.uint64))
 
 
 def test_out_of_range_lanes_are_left_to_the_generic_path():
@@ -69,7 +92,7 @@ def _edge_lanes():
             (tiny, 1.0, -tiny * (1 - 2.0**-52)), (-3.0, 0.1, 0.3), (0.0, 1.0, 1.0), (1.0, 1.0, -0.0)]
 
 
-@pytest.mark.parametrize("make", [_operands, _ties])
+@pytest.mark.parametrize("make", [_operands, _ties, _near_half_ulp])
 def test_compiled_dfma_is_fma_round_to_odd(make):
     """compiled.dfma (the handler's loop) gives fma_round_to_odd's bits, and takes the generic path
     (False, nothing written) exactly where the handler's numpy route did (factors below BIG, then

@@ -68,10 +68,10 @@ def dfma(R, ra, rb, rc, rd, start, stop, out):
     or result not in [2^-960, inf), anything NaN (the comparisons fail).
 
     The loop has no branches (so that it vectorises): every lane is computed and the range checks
-    are and-ed. The step to the odd neighbour is np.nextafter(s, s + e) done on s's bits, which is
-    C99's nextafter wherever it is taken for a lane in range: there s is finite and nonzero (s = 0
-    has e = 0: a zero sum of two doubles is exact), and where s is not finite, th or uh is not and
-    the lane fails its checks whatever v is."""
+    are and-ed. The step to the odd neighbour is np.nextafter(s, copysign(inf, e)) done on s's bits,
+    which is C99's nextafter wherever it is taken for a lane in range: there s is finite and nonzero
+    (s = 0 has e = 0: a zero sum of two doubles is exact), and where s is not finite, th or uh is not
+    and the lane fails its checks whatever v is."""
     n = stop - start
     ok = True
     for i in range(n):
@@ -93,9 +93,8 @@ def dfma(R, ra, rb, rc, rd, start, stop, out):
         bv = s - tl
         e = (tl - (s - bv)) + (ul - bv)
         bits = np.float64(s).view(np.int64)
-        y = s + e
-        odd = (e != 0) & ((bits & 1) == 0) & (y != s)
-        step = np.int64(1) if (y > s) == (s > 0) else np.int64(-1)
+        odd = (e != 0) & ((bits & 1) == 0)
+        step = np.int64(1) if (e > 0) == (s > 0) else np.int64(-1)  # one ulp from s towards e's sign
         v = np.int64(bits + step).view(np.float64) if odd else s
         r = th + v
         mag_uh, mag_r = abs(uh), abs(r)

@@ -7,7 +7,8 @@ rounded sums: proved algorithms using rounding to odd", IEEE Trans. Computers 57
 
     (uh, ul) = exact product a * b            (Dekker's split)
     (th, tl) = exact sum c + uh               (TwoSum)
-    v        = tl + ul rounded to odd         (TwoSum, then one ulp outwards if inexact and even)
+    v        = tl + ul rounded to odd         (TwoSum (s, e), then if e != 0 and s is even one ulp
+                                               from s towards e's sign)
     result   = th + v rounded to nearest      = fma(a, b, c)
 
 The theorem needs no underflow and no overflow: where any lane is outside that range (a product or
@@ -53,7 +54,7 @@ def fma_round_to_odd(a, b, c, a_halves=None, b_halves=None):
         e = (tl - (s - bv)) + (ul - bv)
         even = (s.view(np.int64) & 1) == 0
         inexact = e != 0
-        v = np.where(inexact & even, np.nextafter(s, s + e), s)
+        v = np.where(inexact & even, np.nextafter(s, np.copysign(np.inf, e)), s)  # one ulp towards e's side
         r = th + v
         mag = np.abs(uh)
         if not (mag.min() >= TINY and mag.max() < np.inf):

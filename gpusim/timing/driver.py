@@ -147,9 +147,13 @@ SLICE_LOG_BYTES = 48 << 20
 
 
 def time_streamed(wl, cfg, size: int, honour_control_codes: bool | None = None):
-    """Detailed mode with the trace made as the timing run consumes it, group by group of CTAs (a
-    wave: the SMs' CTA slots) and slice by slice of emulation: memory holds what the resident warps
-    have still to run. (what `verify` reads of the emulation, the inputs, the result)."""
+    """Detailed mode with the trace made as the timing run consumes it, group by group of CTAs and
+    slice by slice of emulation: memory holds what the resident warps have still to run. A group is
+    as many CTAs as SMs (the dispatcher's first wave gives CTA c to SM c mod SMs as its slot c div SMs:
+    a group's CTAs hold the same slot and, under GTO, progress at about one rate, so that emulating
+    them together leaves few records waiting; CTAs of one wave in one group left the younger slots'
+    records piling up: 57 M at sgemm_maxas_64 h100 2048, 12 M this way). (what `verify` reads of the
+    emulation, the inputs, the result)."""
     import numpy as np
 
     from gpusim.emu.run import build_launch
@@ -169,8 +173,8 @@ def time_streamed(wl, cfg, size: int, honour_control_codes: bool | None = None):
     gpu = GPU(program, empty, cfg, honour_control_codes, None, "detailed", input_bytes(wl, size))
     occ = occupancy(cfg, launch.threads_per_cta, program.registers,
                     program.shared_bytes - program.reserved_shared_bytes + launch.dynamic_shared_bytes)
-    group = max(1, cfg.sm_count * occ.ctas_per_sm)
-    warps = min(group, len(ctas)) * launch.warps_per_cta
+    group = cfg.sm_count  # CTAs launched as the same slot of every SM: they run at about one rate
+    warps = min(cfg.sm_count * occ.ctas_per_sm, len(ctas)) * launch.warps_per_cta  # resident at once
     gpu.records_stream = EmulatorStream(gpu, program, launch, params, memory, ctas, group, max(64, SLICE_RECORDS // warps),
                                         SLICE_LOG_BYTES)
     result = gpu.run(wl.name, size)

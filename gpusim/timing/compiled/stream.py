@@ -1,8 +1,8 @@
 """Detailed mode streamed: each warp's records made as the timing run consumes them, so that memory
 holds what the resident warps have still to run, not the grid's whole trace.
 
-The grid's CTAs are emulated in launch order, in groups (`EmulatorStream`): each group by its own
-`Emulator` on the launch's one global memory, a slice of emulator steps at a time. A slice's log
+The grid's CTAs are emulated in launch order, in groups (`EmulatorStream`; as many CTAs as SMs, see
+`driver.time_streamed`): each group by its own `Emulator` on the launch's one global memory, a slice of emulator steps at a time. A slice's log
 becomes records for the group's warps (trace, precompute and global sectors, as for a whole trace),
 and the log is dropped. The compiled engine stops (`sm.NEED_TRACE`) at a cycle step's start when a
 warp it runs has fewer than `sm.LOOKAHEAD` records left, or when the CTAs it may launch next have
@@ -28,6 +28,12 @@ from gpusim.timing.static import GLOAD, SMEM
 # ones that need records: the emulator's cost is mostly per step, so CTAs emulated apart cost more
 # (dgemm_unroll gtx970 512: a group of 13 + 3 CTAs, the 3 apart: 0.86 M/s end to end, together 1.2)
 FREE_RECORDS = 4 << 20
+# once the arena holds more than TIGHT_RECORDS, a short warp's group goes on with only its CTAs below
+# REFILL_SLICES slices' worth, the others waiting. Off (no number reached): CTAs left out of a batch
+# split the emulator's batches and fall off its fast paths, which want contiguous warps (with one
+# wave per group and this on at 4 M, sgemm_maxas_64 h100 2048 spent 94-170 s emulating, 13 s without)
+REFILL_SLICES = 4
+TIGHT_RECORDS = 1 << 40
 RECORD_FIELDS = {"pcs": np.int32, "mem_rows": np.int32, "regc": np.int8, "wavef": np.int16, "glines": np.int8}
 
 
@@ -91,26 +97,28 @@ def running(st) -> np.ndarray:
 class Arena:
     """The records the engine can read: per warp id, `begin` .. `end` in the record arrays, and
     whether more will come (`more`); the engine's `warp_begin`, `warp_end`, `warp_more` are these
-    arrays themselves."""
+    arrays themselves. New records go to the arrays' free tail, each warp's still-to-run records
+    moved there with them (a warp's records are contiguous); what the warps left behind is garbage,
+    dropped when the tail is full (all live records copied to new arrays, with room to grow)."""
 
     def __init__(self, n_warps: int):
         self.begin = np.zeros(n_warps, dtype=np.int64)
         self.end = np.zeros(n_warps, dtype=np.int64)
         self.more = np.ones(n_warps, dtype=np.bool_)
         self.records = {k: np.zeros(0, dtype=t) for k, t in RECORD_FIELDS.items()}
-        self.sector_start = np.zeros(1, dtype=np.int64)
+        self.sector_start = np.zeros(1, dtype=np.int64)  # row r: sector_list[sector_start[r]:sector_start[r + 1]]
         self.sector_list = np.zeros(0, dtype=np.int64)
+        self.n = self.n_rows = self.n_sectors = 0  # used: records, rows, sectors
+        self.live = 0  # records still to run (kept and new) after the last `add`
 
     def arrays(self) -> dict:
         return dict(**self.records, warp_begin=self.begin, warp_end=self.end, warp_more=self.more,
                     sector_start=self.sector_start, sector_list=self.sector_list)
 
     def add(self, segments: list[Segment], st=None, queue_from: np.ndarray | None = None) -> None:
-        """Keep the records still to run (of warps running in the engine state `st`: from the one
-        before their position, which a barrier's release reads; of the warps `queue_from`, CTAs not
-        launched yet: all), drop the rest, and append `segments`. Positions in `st` move with
-        their records."""
-        old_n = len(self.records["pcs"])
+        """Append `segments`, keeping the records still to run (of warps running in the engine state
+        `st`: from the one before their position, which a barrier's release reads; of the warps
+        `queue_from`, CTAs not launched yet: all). Positions in `st` move with their records."""
         # what stays: (warp id, first record, end)
         if st is not None:
             slots = np.flatnonzero(running(st))
@@ -123,73 +131,140 @@ class Arena:
         kg = np.concatenate([run_gids, waiting])
         ka = np.concatenate([run_from, self.begin[waiting]])
         kb = self.end[kg]
-        # what comes: the segments' records, after the arena's in one source
-        seg_g = [s.gids for s in segments]
-        seg_a, off = [], old_n
-        for s in segments:
-            starts = np.r_[0, np.cumsum(s.counts)[:-1]] + off
-            seg_a.append(starts)
-            off += int(s.counts.sum())
-        sg = np.concatenate(seg_g) if segments else np.zeros(0, dtype=np.int64)
-        sa = np.concatenate(seg_a) if segments else np.zeros(0, dtype=np.int64)
-        sb = sa + (np.concatenate([s.counts for s in segments]) if segments else 0)
-        # pieces in the new order: by warp id, the kept part first
-        pg = np.concatenate([kg, sg])
-        pa = np.concatenate([ka, sa])
-        pb = np.concatenate([kb, sb])
-        part = np.r_[np.zeros(len(kg), dtype=np.int64), np.ones(len(sg), dtype=np.int64)]
-        order = np.lexsort((part, pg))
-        pg, pa, pb, part = pg[order], pa[order], pb[order], part[order]
-        lengths = pb - pa
-        new_start = np.r_[0, np.cumsum(lengths)]
-        total = int(new_start[-1])
-        src = np.repeat(pa - new_start[:-1], lengths) + np.arange(total, dtype=np.int64)
-        # rows and sectors: the arena's rows, then each segment's, numbered on
-        row_base, sec_base = len(self.sector_start) - 1, len(self.sector_list)
-        starts_all, lists_all, mem_parts = [self.sector_start[:-1]], [self.sector_list], [self.records["mem_rows"]]
-        for s in segments:
-            mr = s.records["mem_rows"].astype(np.int64)
-            mem_parts.append(np.where(mr >= 0, mr + row_base, -1))
-            starts_all.append(s.sector_start[:-1] + sec_base)
-            lists_all.append(s.sector_list)
-            row_base += len(s.sector_start) - 1
-            sec_base += len(s.sector_list)
-        starts_all.append(np.array([sec_base], dtype=np.int64))
-        row_starts = np.concatenate(starts_all)
-        sectors = np.concatenate(lists_all)
-        records = {}
-        for k in RECORD_FIELDS:
-            if k == "mem_rows":
-                continue
-            records[k] = np.concatenate([self.records[k]] + [s.records[k] for s in segments])[src]
-        rows = np.concatenate(mem_parts)[src]
-        is_mem = rows >= 0
-        src_rows = rows[is_mem]
-        new_rows = np.full(total, -1, dtype=np.int32)
-        new_rows[is_mem] = np.arange(len(src_rows), dtype=np.int32)
-        records["mem_rows"] = new_rows
-        counts = row_starts[src_rows + 1] - row_starts[src_rows]
-        sector_start = np.r_[0, np.cumsum(counts)].astype(np.int64)
-        self.sector_list = sectors[np.repeat(row_starts[src_rows] - sector_start[:-1], counts)
-                                   + np.arange(int(sector_start[-1]), dtype=np.int64)]
-        self.sector_start = sector_start
-        self.records = {k: records[k] for k in RECORD_FIELDS}
-        # each warp's new range; the running warps' positions move with their records
-        first = np.r_[True, pg[1:] != pg[:-1]] if len(pg) else np.zeros(0, dtype=bool)
-        last = np.r_[pg[1:] != pg[:-1], True] if len(pg) else np.zeros(0, dtype=bool)
-        moved_from = np.full(len(self.begin), -1, dtype=np.int64)  # the old position of each warp's new begin
-        kept_first = first & (part == 0)
-        moved_from[pg[kept_first]] = pa[kept_first]
-        self.begin[pg[first]] = new_start[:-1][first]
-        self.end[pg[last]] = new_start[1:][last]
+        # what comes: the segments' records (one source, concatenated)
+        seg = _concat(segments)
+        sg, sa = seg["gids"], seg["starts"]
+        sb = sa + seg["counts"]
+        incoming = int(seg["counts"].sum())
+        live = int((kb - ka).sum())
+        self.live = live + incoming
+        moving = np.isin(kg, sg)  # warps with new records: their kept records move to the tail
+        moved = int((kb - ka)[moving].sum())
+        if self.n + moved + incoming > len(self.records["pcs"]):  # full: drop the garbage, leave room
+            pieces = (kg, ka, kb, sg, sa, sb)
+            capacity = (3 * (live + incoming)) // 2 + (1 << 16)  # (room for about half as much again)
+            self._write(seg, pieces, fresh=capacity)
+        else:
+            pieces = (kg[moving], ka[moving], kb[moving], sg, sa, sb)
+            self._write(seg, pieces)
+        # the running warps' positions move with their records
         if len(slots):
             w = st.w
-            w["pos"][slots] = self.begin[run_gids] + (w["pos"][slots] - moved_from[run_gids])
+            moved_from = self._moved_from[run_gids]
+            mv = moved_from >= 0  # (warps whose records did not move keep their positions)
+            w["pos"][slots[mv]] = self.begin[run_gids[mv]] + (w["pos"][slots[mv]] - moved_from[mv])
             w["end"][slots] = self.end[run_gids]
         for s in segments:
             self.more[s.complete] = False
         if len(slots):
             st.w["more"][slots] = self.more[run_gids]
+
+    def _write(self, seg: dict, pieces, fresh: int | None = None) -> None:
+        """Copy the pieces (kept ranges of the arena, then segments' ranges; per warp the kept first)
+        to the tail, or to new arrays of `fresh` records (then the pieces are every live warp's)."""
+        kg, ka, kb, sg, sa, sb = pieces
+        pg = np.concatenate([kg, sg])
+        pa = np.concatenate([ka, sa])
+        pb = np.concatenate([kb, sb])
+        part = np.r_[np.zeros(len(kg), dtype=np.int8), np.ones(len(sg), dtype=np.int8)]
+        order = np.lexsort((part, pg))
+        pg, pa, pb, part = pg[order], pa[order], pb[order], part[order]
+        lengths = pb - pa
+        out_start = np.r_[0, np.cumsum(lengths)]
+        total = int(out_start[-1])
+        within = np.arange(total, dtype=np.int64) - np.repeat(out_start[:-1], lengths)
+        src = np.repeat(pa, lengths) + within
+        from_seg = np.repeat(part.astype(bool), lengths)
+        old_at, seg_at = src[~from_seg], src[from_seg]
+        # records
+        out = {}
+        for k, t in RECORD_FIELDS.items():
+            if k == "mem_rows":
+                continue
+            a = np.empty(total, dtype=t)
+            a[~from_seg] = self.records[k][old_at]
+            a[from_seg] = seg["records"][k][seg_at]
+            out[k] = a
+        rows = np.empty(total, dtype=np.int64)
+        rows[~from_seg] = self.records["mem_rows"][old_at]
+        rows[from_seg] = seg["records"]["mem_rows"][seg_at]
+        is_mem = rows >= 0
+        # rows, each with its sectors, in record order
+        r_old = rows[is_mem & ~from_seg]
+        r_seg = rows[is_mem & from_seg]
+        mem_seg = from_seg[is_mem]
+        n_new_rows = int(np.count_nonzero(is_mem))
+        counts = np.empty(n_new_rows, dtype=np.int64)
+        counts[~mem_seg] = self.sector_start[r_old + 1] - self.sector_start[r_old]
+        counts[mem_seg] = seg["sector_start"][r_seg + 1] - seg["sector_start"][r_seg]
+        first = np.empty(n_new_rows, dtype=np.int64)
+        first[~mem_seg] = self.sector_start[r_old]
+        first[mem_seg] = seg["sector_start"][r_seg]
+        sec_out = np.r_[0, np.cumsum(counts)]
+        n_sec = int(sec_out[-1])
+        sec_src = np.repeat(first - sec_out[:-1], counts) + np.arange(n_sec, dtype=np.int64)
+        sec_from_seg = np.repeat(mem_seg, counts)
+        sectors = np.empty(n_sec, dtype=np.int64)
+        sectors[~sec_from_seg] = self.sector_list[sec_src[~sec_from_seg]]
+        sectors[sec_from_seg] = seg["sector_list"][sec_src[sec_from_seg]]
+        # where they go
+        if fresh is not None:
+            cap_rows = 2 * n_new_rows + (1 << 12)
+            cap_sec = 2 * n_sec + (1 << 14)
+            self.records = {k: np.empty(max(fresh, total), dtype=t) for k, t in RECORD_FIELDS.items()}
+            self.sector_start = np.empty(cap_rows + 1, dtype=np.int64)
+            self.sector_list = np.empty(cap_sec, dtype=np.int64)
+            self.n = self.n_rows = self.n_sectors = 0
+            self.sector_start[0] = 0
+        else:
+            if self.n_rows + n_new_rows + 1 > len(self.sector_start):
+                grown = np.empty(2 * (self.n_rows + n_new_rows) + (1 << 12) + 1, dtype=np.int64)
+                grown[:self.n_rows + 1] = self.sector_start[:self.n_rows + 1]
+                self.sector_start = grown
+            if self.n_sectors + n_sec > len(self.sector_list):
+                grown = np.empty(2 * (self.n_sectors + n_sec) + (1 << 14), dtype=np.int64)
+                grown[:self.n_sectors] = self.sector_list[:self.n_sectors]
+                self.sector_list = grown
+        at, r0, s0 = self.n, self.n_rows, self.n_sectors
+        for k, a in out.items():
+            self.records[k][at:at + total] = a
+        new_rows = np.full(total, -1, dtype=np.int32)
+        new_rows[is_mem] = np.arange(r0, r0 + n_new_rows, dtype=np.int32)
+        self.records["mem_rows"][at:at + total] = new_rows
+        self.sector_start[r0 + 1:r0 + 1 + n_new_rows] = s0 + sec_out[1:]
+        self.sector_list[s0:s0 + n_sec] = sectors
+        self.n, self.n_rows, self.n_sectors = at + total, r0 + n_new_rows, s0 + n_sec
+        # each moved warp's new range; where its kept records began (for the running warps' positions)
+        first_piece = np.r_[True, pg[1:] != pg[:-1]] if len(pg) else np.zeros(0, dtype=bool)
+        last_piece = np.r_[pg[1:] != pg[:-1], True] if len(pg) else np.zeros(0, dtype=bool)
+        self.begin[pg[first_piece]] = at + out_start[:-1][first_piece]
+        self.end[pg[last_piece]] = at + out_start[1:][last_piece]
+        # a running warp's position p in a kept piece that began at a becomes its new begin + (p - a)
+        kept_first = first_piece & (part == 0)
+        self._moved_from = np.full(len(self.begin), -1, dtype=np.int64)
+        self._moved_from[pg[kept_first]] = pa[kept_first]
+
+
+def _concat(segments: list[Segment]) -> dict:
+    """The segments as one: warp ids, their records' starts and counts, records, rows, sectors."""
+    if not segments:
+        return {"gids": np.zeros(0, dtype=np.int64), "starts": np.zeros(0, dtype=np.int64),
+                "counts": np.zeros(0, dtype=np.int64), "records": {k: np.zeros(0, dtype=t) for k, t in RECORD_FIELDS.items()},
+                "sector_start": np.zeros(1, dtype=np.int64), "sector_list": np.zeros(0, dtype=np.int64)}
+    counts = np.concatenate([s.counts for s in segments])
+    rows_base = np.cumsum([0] + [len(s.sector_start) - 1 for s in segments])
+    sec_base = np.cumsum([0] + [len(s.sector_list) for s in segments])
+    records = {}
+    for k in RECORD_FIELDS:
+        if k == "mem_rows":
+            records[k] = np.concatenate([np.where(s.records[k] >= 0, s.records[k].astype(np.int64) + rb, -1)
+                                         for s, rb in zip(segments, rows_base)])
+        else:
+            records[k] = np.concatenate([s.records[k] for s in segments])
+    sector_start = np.concatenate([s.sector_start[:-1] + b for s, b in zip(segments, sec_base)] + [sec_base[-1:]])
+    return {"gids": np.concatenate([s.gids for s in segments]), "starts": np.r_[0, np.cumsum(counts)[:-1]].astype(np.int64),
+            "counts": counts, "records": records, "sector_start": sector_start.astype(np.int64),
+            "sector_list": np.concatenate([s.sector_list for s in segments])}
 
 
 class EmulatorStream:
@@ -287,18 +362,25 @@ def run_streamed(gpu, occ, ctas: list[int]):
 
     def fill(st, primed: int) -> int:
         """Slices until no running warp is short of records and a wave of CTAs is ready; how many
-        of the queue's CTAs are ready. A slice emulates the CTAs that need records: the running
-        ones with a warp below a slice's worth (once any is short: so that they go on together) and
-        the next CTAs to launch until they are ready; the others wait (memory holds about a slice
-        per warp)."""
+        of the queue's CTAs are ready. A slice emulates, of a group with a short warp, its running
+        CTAs (all together), and the next CTAs to launch until they are ready; the group's other
+        CTAs wait (or go on too while the arena is small: FREE_RECORDS)."""
         nxt = 0 if st is None else int(st.glob[C.G_NEXT])
         while True:
             want: dict[int, set] = {}
             if st is not None:
                 left = np.where(running(st) & st.w["more"], arena.end[st.w["gid"]] - st.w["pos"], np.iinfo(np.int64).max)
-                if (left < 2 * C.LOOKAHEAD).any():
-                    for c in np.unique(st.w["gid"][left < max(2 * C.LOOKAHEAD, stream.slice_steps)] // wpc):
-                        want.setdefault(stream.group_of[int(c)], set()).add(int(c))
+                short = left < 2 * C.LOOKAHEAD
+                if short.any():
+                    # the groups of the short warps go on, all their running CTAs together (the emulator's
+                    # batches are warps at one PC: CTAs left behind split them, and its fast paths want
+                    # contiguous warps), unless the arena is full: then those below a few slices' worth
+                    groups = {stream.group_of[int(c)] for c in np.unique(st.w["gid"][short] // wpc)}
+                    mark = REFILL_SLICES * stream.slice_steps if arena.live > TIGHT_RECORDS else np.inf
+                    for c in np.unique(st.w["gid"][left < max(2 * C.LOOKAHEAD, mark)] // wpc):
+                        g = stream.group_of[int(c)]
+                        if g in groups:
+                            want.setdefault(g, set()).add(int(c))
             while primed < len(queue) and ready(primed):
                 primed += 1
             for i in range(primed, min(len(queue), nxt + ahead)):
@@ -307,7 +389,7 @@ def run_streamed(gpu, occ, ctas: list[int]):
                     want.setdefault(stream.group_of[c], set()).add(c)
             if not want:
                 return primed
-            roomy = len(arena.records["pcs"]) < FREE_RECORDS  # (then every CTA of a group goes on)
+            roomy = arena.live < FREE_RECORDS  # (then every CTA of a group goes on)
             segments = [s for g in sorted(want) if (s := stream.slice(g, None if roomy else want[g])) is not None]
             t = time.perf_counter()
             waiting = int(np.count_nonzero(arena.more))

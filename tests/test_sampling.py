@@ -296,3 +296,17 @@ def test_sampled_write_backs_never_exceed_what_the_grid_stores():
     r = run_workload("dgemm_unroll_128b", "h100", 2048, mode="sampled")
     assert 0 < r.memory["dram_write_bytes"] <= 2048 * 2048 * 8
     assert r.memory["dram_write_bytes"] < 0.9 * 2048 * 2048 * 8  # not the cap: scaled by CTAs only
+
+
+def test_sampled_extrapolation_respects_the_sms_stage_rates(monkeypatch):
+    """A CTA stream bound by the SM's shared-memory stage (transpose_smem: 32-way conflicting
+    stores, 16 wavefronts per access) is extrapolated at no more than the stage passes: sampled
+    within 2% of detailed, where without the floor its window's CTAs (their wavefronts still
+    queued) made it 26% short."""
+    from gpusim.timing.gpu import GPU
+
+    detailed = run_workload("transpose_smem", "h100", 1024).cycles
+    sampled = run_workload("transpose_smem", "h100", 1024, mode="sampled").cycles
+    assert abs(sampled / detailed - 1) < 0.02
+    monkeypatch.setattr(GPU, "_stage_floor", lambda self, n: 0.0)
+    assert run_workload("transpose_smem", "h100", 1024, mode="sampled").cycles < 0.9 * detailed

@@ -55,9 +55,7 @@ class GPU:
         self.kind_of_pc = np.array([s.kind for s in self.static], dtype=np.int8)
         self._record_kinds = self.kind_of_pc[rec["pc_index"]]  # static.ALU, SMEM, ...
         self._warp_start = trace.warp_offsets(int(trace.warp_ids[-1]) + 2 if len(rec) else 1)
-        self._mem_exec = np.zeros(len(trace.addresses), dtype=np.uint32)
-        mem = rec["mem_row"] >= 0
-        self._mem_exec[rec["mem_row"][mem]] = rec["exec_mask"][mem]
+        self._mem_exec = mem_exec_masks(trace)
         self._sector_start = self._sector_list = None  # see sectors()
         self._sector_shift = int(np.log2(l1.sector_bytes))
         self.cta_queue: list[int] = []
@@ -89,7 +87,7 @@ class GPU:
 
     def _exec_lanes(self, rows) -> np.ndarray:
         """Which of the 32 lanes executed global access `rows` (a row id, or an array of them)."""
-        return ((self._mem_exec[rows][..., None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
+        return exec_lanes(self._mem_exec, rows)
 
     def _global_sectors(self) -> None:
         starts, sectors = global_sector_rows(self.trace, self._record_kinds, self._mem_exec, self._sector_shift)
@@ -471,6 +469,20 @@ class GPU:
             "sampling": sampling, "mode": "sampled"})
 
 
+def mem_exec_masks(trace) -> np.ndarray:
+    """Per address row of `trace`: the lanes that executed the access (its record's exec mask)."""
+    rec = trace.records
+    out = np.zeros(len(trace.addresses), dtype=np.uint32)
+    mem = rec["mem_row"] >= 0
+    out[rec["mem_row"][mem]] = rec["exec_mask"][mem]
+    return out
+
+
+def exec_lanes(mem_exec: np.ndarray, rows) -> np.ndarray:
+    """Which of the 32 lanes executed address row(s) `rows` (bool, `rows`' shape x 32)."""
+    return ((mem_exec[rows][..., None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
+
+
 def global_sector_rows(trace, record_kinds, mem_exec, shift: int, chunk: int = 65536):
     """(starts, sectors): the distinct sectors (address >> shift, ascending) that the executing lanes
     (`mem_exec`, per address row) of each global access row touch are sectors[starts[r]:starts[r + 1]]
@@ -480,11 +492,9 @@ def global_sector_rows(trace, record_kinds, mem_exec, shift: int, chunk: int = 6
     counts = np.zeros(len(trace.addresses), dtype=np.int64)
     parts = []
     never = np.uint64(np.iinfo(np.uint64).max)  # marks lanes that did not execute
-    lane = np.arange(32, dtype=np.uint32)
     for i in range(0, len(rows), chunk):
         r = rows[i:i + chunk]
-        lanes = ((mem_exec[r][:, None] >> lane) & 1).astype(bool)
-        sec = np.where(lanes, trace.addresses[r] >> np.uint64(shift), never)
+        sec = np.where(exec_lanes(mem_exec, r), trace.addresses[r] >> np.uint64(shift), never)
         sec.sort(axis=1)
         first = np.ones(sec.shape, dtype=bool)
         first[:, 1:] = sec[:, 1:] != sec[:, :-1]

@@ -28,12 +28,6 @@ from gpusim.timing.static import GLOAD, SMEM
 # ones that need records: the emulator's cost is mostly per step, so CTAs emulated apart cost more
 # (dgemm_unroll gtx970 512: a group of 13 + 3 CTAs, the 3 apart: 0.86 M/s end to end, together 1.2)
 FREE_RECORDS = 4 << 20
-# once the arena holds more than TIGHT_RECORDS, a short warp's group goes on with only its CTAs below
-# REFILL_SLICES slices' worth, the others waiting. Off (no number reached): CTAs left out of a batch
-# split the emulator's batches and fall off its fast paths, which want contiguous warps (with one
-# wave per group and this on at 4 M, sgemm_maxas_64 h100 2048 spent 94-170 s emulating, 13 s without)
-REFILL_SLICES = 4
-TIGHT_RECORDS = 1 << 40
 TRIM_EVERY = 20  # arena updates between two `_trim_heap` calls
 RECORD_FIELDS = {"pcs": np.int32, "mem_rows": np.int32, "regc": np.int8, "wavef": np.int16, "glines": np.int8}
 
@@ -55,7 +49,7 @@ def segment_from_trace(gpu, trace, carry: np.ndarray, complete: np.ndarray, tota
     """A `Segment` of the warps of `trace` (a piece of each one's stream), with the columns `gpu`
     works out for a whole trace; `carry` (per warp id) continues the reuse cache's state across
     pieces; `totals` (see `GPU.trace_totals`) gets this piece's counts added."""
-    from gpusim.timing.gpu import global_sector_rows
+    from gpusim.timing.gpu import global_sector_rows, mem_exec_masks
     from gpusim.timing.precompute import precompute
 
     gids = np.asarray(trace.warp_ids, dtype=np.int64)
@@ -64,10 +58,7 @@ def segment_from_trace(gpu, trace, carry: np.ndarray, complete: np.ndarray, tota
     carry[gids] = piece
     rec = trace.records
     kinds = gpu.kind_of_pc[rec["pc_index"]]
-    mem_exec = np.zeros(len(trace.addresses), dtype=np.uint32)
-    mem = rec["mem_row"] >= 0
-    mem_exec[rec["mem_row"][mem]] = rec["exec_mask"][mem]
-    sector_start, sector_list = global_sector_rows(trace, kinds, mem_exec, gpu._sector_shift)
+    sector_start, sector_list = global_sector_rows(trace, kinds, mem_exec_masks(trace), gpu._sector_shift)
     smem = kinds == SMEM
     totals["executed"] += np.bincount(rec["pc_index"], minlength=len(gpu.program))
     totals["smem_accesses"] += int(np.count_nonzero(smem))
@@ -157,14 +148,14 @@ class Arena:
         if self.n + moved + incoming > len(self.records["pcs"]):  # full: drop the garbage, leave room
             pieces = (kg, ka, kb, sg, sa, sb)
             capacity = (3 * (live + incoming)) // 2 + (1 << 16)  # (room for about half as much again)
-            self._write(seg, pieces, fresh=capacity)
+            moved_from = self._write(seg, pieces, fresh=capacity)
         else:
             pieces = (kg[moving], ka[moving], kb[moving], sg, sa, sb)
-            self._write(seg, pieces)
+            moved_from = self._write(seg, pieces)
         # the running warps' positions move with their records
         if len(slots):
             w = st.w
-            moved_from = self._moved_from[run_gids]
+            moved_from = moved_from[run_gids]
             mv = moved_from >= 0  # (warps whose records did not move keep their positions)
             w["pos"][slots[mv]] = self.begin[run_gids[mv]] + (w["pos"][slots[mv]] - moved_from[mv])
             w["end"][slots] = self.end[run_gids]
@@ -173,9 +164,10 @@ class Arena:
         if len(slots):
             st.w["more"][slots] = self.more[run_gids]
 
-    def _write(self, seg: dict, pieces, fresh: int | None = None) -> None:
+    def _write(self, seg: dict, pieces, fresh: int | None = None) -> np.ndarray:
         """Copy the pieces (kept ranges of the arena, then segments' ranges; per warp the kept first)
-        to the tail, or to new arrays of `fresh` records (then the pieces are every live warp's)."""
+        to the tail, or to new arrays of `fresh` records (then the pieces are every live warp's).
+        Per warp id: where its kept records began before the copy (-1: none moved)."""
         kg, ka, kb, sg, sa, sb = pieces
         pg = np.concatenate([kg, sg])
         pa = np.concatenate([ka, sa])
@@ -255,8 +247,9 @@ class Arena:
         self.end[pg[last_piece]] = at + out_start[1:][last_piece]
         # a running warp's position p in a kept piece that began at a becomes its new begin + (p - a)
         kept_first = first_piece & (part == 0)
-        self._moved_from = np.full(len(self.begin), -1, dtype=np.int64)
-        self._moved_from[pg[kept_first]] = pa[kept_first]
+        moved_from = np.full(len(self.begin), -1, dtype=np.int64)
+        moved_from[pg[kept_first]] = pa[kept_first]
+        return moved_from
 
 
 def _concat(segments: list[Segment]) -> dict:
@@ -385,15 +378,15 @@ def run_streamed(gpu, occ, ctas: list[int]):
         while True:
             want: dict[int, set] = {}
             if st is not None:
-                left = np.where(running(st) & st.w["more"], arena.end[st.w["gid"]] - st.w["pos"], np.iinfo(np.int64).max)
-                short = left < 2 * C.LOOKAHEAD
+                streaming = running(st) & st.w["more"]
+                short = streaming & (arena.end[st.w["gid"]] - st.w["pos"] < 2 * C.LOOKAHEAD)
                 if short.any():
-                    # the groups of the short warps go on, all their running CTAs together (the emulator's
-                    # batches are warps at one PC: CTAs left behind split them, and its fast paths want
-                    # contiguous warps), unless the arena is full: then those below a few slices' worth
+                    # the groups of the short warps go on, all their running CTAs together: the
+                    # emulator's batches are warps at one PC, and its fast paths want contiguous warps;
+                    # CTAs left out split them (refilling only the CTAs below a few slices' worth,
+                    # sgemm_maxas_64 h100 2048 spent 94-170 s emulating, 13 s this way)
                     groups = {stream.group_of[int(c)] for c in np.unique(st.w["gid"][short] // wpc)}
-                    mark = REFILL_SLICES * stream.slice_steps if arena.live > TIGHT_RECORDS else np.inf
-                    for c in np.unique(st.w["gid"][left < max(2 * C.LOOKAHEAD, mark)] // wpc):
+                    for c in np.unique(st.w["gid"][streaming] // wpc):
                         g = stream.group_of[int(c)]
                         if g in groups:
                             want.setdefault(g, set()).add(int(c))

@@ -1,0 +1,170 @@
+// gpusim H100 microbenchmarks: FFMA / DFMA issue rate against the register sources they read.
+// Build: nvcc -arch=sm_90 -O3 -cubin -o regbank.cubin regbank.cu ; driven by run_regbank.py (CuPy).
+//
+// Question: what does an FMA cost at issue when its register sources share a register-file bank?
+// gpusim's sm_90 rule (gpusim/timing/precompute.py) is Volta's as [JIA18] reports it (2 banks of
+// 64 bits, a conflict only when three sources fall into one bank) and had not been checked on Hopper.
+// Each kernel keeps one SM's sub-partitions busy with independent FMAs whose sources follow one
+// pattern; ptxas picks the registers, and run_regbank.py records the SASS of every timed loop
+// (registers, .reuse flags, stall counts) beside the measured rate, so that any rule can be scored
+// against them afterwards.
+//
+// Conventions (as micro.cu): one CTA per SM, `warps` warps; each warp stamps clock64 before and after
+// the timed loop (a warm-up pass runs first); out[2*warp] = start, out[2*warp+1] = end.
+//  * tp:    x[j] = fma(x[j], A, B)       A, B the same for every chain: .reuse can serve both
+//  * abc:   x[j] = fma(a[j], b[j], x[j]) a[j], b[j] distinct per chain: three register reads each
+//  * outer: acc[i][j] = fma(a[i], b[j], acc[i][j])  a 4 x 4 register tile, as GEMM inner loops
+//  * outer8: the same with an 8 x 8 tile (maxas-like SGEMM)
+//  * acc2:  y[j] = fma(a[j], b[j], x[j]); x[j] = fma(a[j], b[j], y[j])  destination != accumulator
+#include <cstdint>
+
+#define DEVI __device__ __forceinline__
+
+DEVI long long clk() {
+    long long c;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(c)::"memory");
+    return c;
+}
+
+template <class T>
+DEVI T fma_(T a, T b, T c);
+template <>
+DEVI float fma_<float>(float a, float b, float c) { return __fmaf_rn(a, b, c); }
+template <>
+DEVI double fma_<double>(double a, double b, double c) { return __fma_rn(a, b, c); }
+
+template <class T>
+DEVI void stamp(long long* out, long long t0, long long t1) {
+    if ((threadIdx.x & 31) == 0) {
+        out[2 * (threadIdx.x >> 5) + 2 * blockIdx.x * (blockDim.x >> 5)] = t0;
+        out[2 * (threadIdx.x >> 5) + 2 * blockIdx.x * (blockDim.x >> 5) + 1] = t1;
+    }
+}
+
+// p: 96 parameters, read once at thread-dependent offsets (vector registers, not uniform ones, and nothing
+// folds); sink keeps every result alive.
+#define NCH 8
+#define STEPS 8
+
+template <class T>
+DEVI void k_tp(long long* out, T* sink, const T* p, int iters) {
+    const int q = threadIdx.x & 31;
+    T A = p[q], B = p[q + 1];
+    T x[NCH];
+#pragma unroll
+    for (int j = 0; j < NCH; ++j) x[j] = p[q + 2 + j];
+    long long t0 = 0, t1 = 0;
+#pragma unroll 1
+    for (int r = 0; r < 2; ++r) {
+        __syncthreads();
+        t0 = clk();
+#pragma unroll 1
+        for (int i = 0; i < iters; ++i) {
+#pragma unroll
+            for (int s = 0; s < STEPS; ++s) {
+#pragma unroll
+                for (int j = 0; j < NCH; ++j) x[j] = fma_(x[j], A, B);
+            }
+        }
+        t1 = clk();
+    }
+    stamp<T>(out, t0, t1);
+    T s = 0;
+#pragma unroll
+    for (int j = 0; j < NCH; ++j) s += x[j];
+    sink[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+
+template <class T, int C, int SHIFT>
+DEVI void k_abc(long long* out, T* sink, const T* p, int iters) {
+    const int q = threadIdx.x & 31;
+    T a[C], b[C], x[C];
+#pragma unroll
+    for (int j = 0; j < C; ++j) {
+        a[j] = p[q + j];
+        b[j] = p[q + C + j];
+        x[j] = p[q + 2 * C + j];
+    }
+    long long t0 = 0, t1 = 0;
+#pragma unroll 1
+    for (int r = 0; r < 2; ++r) {
+        __syncthreads();
+        t0 = clk();
+#pragma unroll 1
+        for (int i = 0; i < iters; ++i) {
+#pragma unroll
+            for (int s = 0; s < 64 / C; ++s) {
+#pragma unroll
+                for (int j = 0; j < C; ++j) x[j] = fma_(a[j], b[(j + SHIFT) % C], x[j]);
+            }
+        }
+        t1 = clk();
+    }
+    stamp<T>(out, t0, t1);
+    T s = 0;
+#pragma unroll
+    for (int j = 0; j < C; ++j) s += x[j];
+    sink[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+
+template <class T, int M>
+DEVI void k_outer(long long* out, T* sink, const T* p, int iters) {
+    T a[M], b[M], acc[M][M];
+#pragma unroll
+    for (int i = 0; i < M; ++i) {
+        a[i] = p[(threadIdx.x & 31) + i];
+        b[i] = p[(threadIdx.x & 31) + M + i];
+    }
+#pragma unroll
+    for (int i = 0; i < M; ++i)
+#pragma unroll
+        for (int j = 0; j < M; ++j) acc[i][j] = p[(threadIdx.x & 31) + ((i * M + j) & 31)];
+    long long t0 = 0, t1 = 0;
+#pragma unroll 1
+    for (int r = 0; r < 2; ++r) {
+        __syncthreads();
+        t0 = clk();
+#pragma unroll 1
+        for (int it = 0; it < iters; ++it) {
+#pragma unroll
+            for (int s = 0; s < (M == 4 ? 4 : 1); ++s) {
+#pragma unroll
+                for (int i = 0; i < M; ++i)
+#pragma unroll
+                    for (int j = 0; j < M; ++j) acc[i][j] = fma_(a[i], b[j], acc[i][j]);
+            }
+        }
+        t1 = clk();
+    }
+    stamp<T>(out, t0, t1);
+    T s = 0;
+#pragma unroll
+    for (int i = 0; i < M; ++i)
+#pragma unroll
+        for (int j = 0; j < M; ++j) s += acc[i][j];
+    sink[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+
+// FMAs per warp per loop iteration: tp: NCH * STEPS = 64; abc*: 64; outer: 4 * 16 = 64; outer8: 64.
+#define KERNELS(T, SUF)                                                                                        \
+    extern "C" __global__ void __launch_bounds__(1024) tp_##SUF(long long* o, T* s, const T* p, int n) {         \
+        k_tp<T>(o, s, p, n);                                                                                   \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(1024) abc_##SUF(long long* o, T* s, const T* p, int n) {        \
+        k_abc<T, 8, 0>(o, s, p, n);                                                                            \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(1024) abc4_##SUF(long long* o, T* s, const T* p, int n) {       \
+        k_abc<T, 4, 1>(o, s, p, n);                                                                            \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(512) abc16_##SUF(long long* o, T* s, const T* p, int n) {       \
+        k_abc<T, 16, 3>(o, s, p, n);                                                                           \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(512) outer_##SUF(long long* o, T* s, const T* p, int n) {       \
+        k_outer<T, 4>(o, s, p, n);                                                                             \
+    }
+KERNELS(float, ffma)
+KERNELS(double, dfma)
+
+extern "C" __global__ void __launch_bounds__(256) outer8_ffma(long long* o, float* s, const float* p, int n) {
+    k_outer<float, 8>(o, s, p, n);
+}

@@ -1,0 +1,283 @@
+#!/usr/bin/env python3
+"""gpusim H100 microbenchmark: FFMA / DFMA issue rate against their register sources (regbank.cu).
+
+    python3 bench/micro/run_regbank.py --out RESULTS.json [--ncu]   # on the GPU machine (numpy + cupy)
+    python3 bench/micro/run_regbank.py --dry-run                    # compile and print the timed loops
+
+Each kernel runs as one CTA per SM (each CTA reserves 120 KB of shared memory, so two never share an
+SM) with 4, 8, 16 or 32 warps (1 to 8 per sub-partition, as its
+registers and launch bounds allow). A warp's span is its own clock64 stamps around the timed loop
+(after a warm-up pass); the SM's rate is its CTA's FMAs over max(end) - min(start) of its warps,
+and the figure is the median over SMs of the median of `--reps` launches. The timed loop's SASS (as
+this machine's nvcc compiled it: every instruction between the clock reads, with both 64-bit words
+so the control bits can be decoded) is stored beside its rates, so that any register-bank rule can
+be scored against them later (gpusim/timing/precompute.py). `--ncu` profiles each kernel at 1 and
+at 8 warps per sub-partition (or its most) with Nsight Compute: stall reasons per issue, and the FMA
+and FP64 pipes' instruction counts. Nothing here changes clocks or any device setting.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from run_micro import run_cmd  # noqa: E402
+
+SRC = os.path.join(HERE, "regbank.cu")
+FMAS_PER_ITER = 64  # per warp per loop iteration, every kernel (regbank.cu)
+# dynamic shared memory each CTA reserves (unused) so that no SM holds two CTAs: the first run, without
+# it, had 16 and 32 warps per CTA at half the rate Nsight Compute measured for the same launch (2 CTAs
+# of 1024 threads fit on an SM; with 120 KB each, one does)
+RESERVE_SHARED = 120 * 1024
+# kernel: (element bytes, launch bound in threads)
+KERNELS = {
+    "tp_ffma": (4, 1024), "abc_ffma": (4, 1024), "abc4_ffma": (4, 1024), "abc16_ffma": (4, 512),
+    "outer_ffma": (4, 512), "outer8_ffma": (4, 256),
+    "tp_dfma": (8, 1024), "abc_dfma": (8, 1024), "abc4_dfma": (8, 1024), "abc16_dfma": (8, 512),
+    "outer_dfma": (8, 512),
+}
+NCU_STALLS = [f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in (
+    "barrier", "dispatch_stall", "long_scoreboard", "math_pipe_throttle", "mio_throttle", "misc",
+    "no_instruction", "not_selected", "selected", "short_scoreboard", "wait")] + [
+    "sm__cycles_elapsed.avg", "smsp__inst_executed.sum"]
+NCU_PIPES = ["sm__inst_executed_pipe_fma.sum", "sm__inst_executed_pipe_fmaheavy.sum",
+             "sm__inst_executed_pipe_fmalite.sum", "sm__inst_executed_pipe_fp64.sum",
+             "sm__pipe_fma_cycles_active.sum", "sm__pipe_fmaheavy_cycles_active.sum",
+             "sm__pipe_fp64_cycles_active.sum"]
+
+
+def find_disassembler(nvcc: str) -> str | None:
+    cands = [os.environ.get("GPUSIM_NVDISASM13"), os.path.join(os.path.dirname(nvcc), "nvdisasm"),
+             shutil.which("nvdisasm"), "/opt/gpusim-cuda13/bin/nvdisasm"]
+    try:
+        import nvidia  # PyPI nvidia-cuda-nvdisasm
+        cands += [os.path.join(p, "cu13", "bin", "nvdisasm") for p in nvidia.__path__]
+    except ImportError:
+        pass
+    return next((c for c in cands if c and os.path.exists(c)), None)
+
+
+def compile_cubin(nvcc: str) -> dict:
+    build = os.path.join(HERE, "build")
+    os.makedirs(build, exist_ok=True)
+    cubin = os.path.join(build, "regbank.cubin")
+    cmd = [nvcc, "-arch=sm_90", "-O3", "-cubin", "-o", cubin, SRC]
+    run_cmd(cmd)
+    return {"cubin": cubin, "command": " ".join(map(shlex.quote, cmd)), "nvcc_version": run_cmd([nvcc, "--version"]).strip()}
+
+
+def timed_loops(cubin: str, dis: str) -> dict:
+    """Per kernel: the instructions between its first two clock reads (the warm-up pass's timed loop,
+    the same code as the recorded pass): address, text, and the two 64-bit words of each."""
+    text = run_cmd([dis, "-c", "-hex", cubin]) if dis.endswith("nvdisasm") else run_cmd([dis, "-sass", cubin])
+    out, cur, pending = {}, None, None
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        s = line.strip()
+        if s.startswith(".text.") and s.endswith(":"):
+            cur = s[6:-1]
+            out[cur] = {"all": []}
+            continue
+        m = re.match(r"/\*([0-9a-f]{4,})\*/\s+(.*?);\s*/\*\s*(0x[0-9a-f]+)\s*\*/", s)
+        if cur and m:
+            pending = {"addr": m.group(1), "text": m.group(2).strip(), "lo": m.group(3)}
+            out[cur]["all"].append(pending)
+            continue
+        m = re.match(r"/\*\s*(0x[0-9a-f]+)\s*\*/\s*$", s)
+        if cur and m and pending is not None and "hi" not in pending:
+            pending["hi"] = m.group(1)
+    loops = {}
+    for k, v in out.items():
+        ins = v["all"]
+        clocks = [i for i, x in enumerate(ins) if "SR_CLOCKLO" in x["text"]]
+        body = ins[clocks[0] + 1:clocks[1]] if len(clocks) >= 2 else []
+        fmas = [x for x in body if re.match(r"(@!?U?P\w+\s+)?[DF]FMA\b", x["text"])]
+        loops[k] = {"instructions": body, "fma_count": len(fmas), "other_count": len(body) - len(fmas)}
+    return loops
+
+
+class Bench:
+    def __init__(self, cubin):
+        import cupy as cp
+        import numpy as np
+        self.cp, self.np = cp, np
+        self.mod = cp.RawModule(path=cubin)
+        self.sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
+
+    def sweep(self, name, warps, iters_list) -> list:
+        """Rate against loop length at one warp count, with CUDA-event time around each launch: whether
+        long launches run slower per SM cycle (the span in cycles over the event time gives the clock)."""
+        cp, np = self.cp, self.np
+        dt = np.float32 if KERNELS[name][0] == 4 else np.float64
+        p = cp.asarray(1.0 + np.arange(128, dtype=dt) / 1024.0)
+        sink = cp.zeros(self.sms * 32 * warps, dtype=dt)
+        out = cp.zeros(self.sms * warps * 2, dtype=cp.int64)
+        f = self.mod.get_function(name)
+        f.max_dynamic_shared_size_bytes = RESERVE_SHARED
+        res = []
+        for iters in iters_list:
+            a, b = cp.cuda.Event(), cp.cuda.Event()
+            a.record()
+            f((self.sms,), (32 * warps,), (out, sink, p, np.int32(iters)), shared_mem=RESERVE_SHARED)
+            b.record()
+            b.synchronize()
+            o = out.get().reshape(self.sms, warps, 2)
+            spans = [int(c[:, 1].max() - c[:, 0].min()) for c in o]
+            starts = o[:, :, 0] - o[:, :, 0].min(axis=1, keepdims=True)
+            ends = o[:, :, 1] - o[:, :, 0].min(axis=1, keepdims=True)
+            res.append({"iters": iters, "event_ms": round(cp.cuda.get_elapsed_time(a, b), 4),
+                        "span_median": statistics.median(spans), "span_max": max(spans),
+                        "fma_per_sm_cycle": round(warps * FMAS_PER_ITER * iters / statistics.median(spans), 4),
+                        "sm0_starts": starts[0].tolist(), "sm0_ends": ends[0].tolist()})
+        return res
+
+    def run(self, name, warps, iters, reps):
+        cp, np = self.cp, self.np
+        size = KERNELS[name][0]
+        dt = np.float32 if size == 4 else np.float64
+        p = cp.asarray(1.0 + np.arange(128, dtype=dt) / 1024.0)  # (values near 1: no overflow in 64 * iters FMAs)
+        sink = cp.zeros(self.sms * 32 * warps, dtype=dt)
+        out = cp.zeros(self.sms * warps * 2, dtype=cp.int64)
+        f = self.mod.get_function(name)
+        f.max_dynamic_shared_size_bytes = RESERVE_SHARED
+        rates = []
+        for _ in range(reps):
+            f((self.sms,), (32 * warps,), (out, sink, p, np.int32(iters)), shared_mem=RESERVE_SHARED)
+            cp.cuda.runtime.deviceSynchronize()
+            o = out.get().reshape(self.sms, warps, 2)
+            spans = [int(c[:, 1].max() - c[:, 0].min()) for c in o]
+            rates.append(statistics.median(warps * FMAS_PER_ITER * iters / s for s in spans))
+        return {"fma_per_sm_cycle": round(statistics.median(rates), 4), "reps": [round(r, 4) for r in rates]}
+
+
+def max_warps(name: str, regs: int | None) -> int:
+    bound = KERNELS[name][1] // 32
+    if regs:
+        bound = min(bound, 65536 // (32 * ((regs + 7) // 8 * 8)))
+    return bound
+
+
+def ncu_child(cubin: str, plan: str) -> None:
+    b = Bench(cubin)
+    for name, warps in json.loads(plan):
+        b.run(name, warps, 64, 1)  # (the launch's own clock rates are not kept)
+
+
+def m_ncu(cubin: str, ncu: str, plan: list, metrics: list) -> dict:
+    cmd = [ncu, "--csv", "--page", "raw", "--clock-control", "none", "--metrics", ",".join(metrics),
+           sys.executable, os.path.abspath(__file__), "--ncu-child", cubin, "--plan", json.dumps(plan)]
+    t = time.time()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=400)
+    rows = []
+    start = r.stdout.find('"ID"')
+    if start >= 0:
+        rd = list(csv.reader(io.StringIO(r.stdout[start:])))
+        header = rd[0]
+        rows = [dict(zip(header, row)) for row in rd[2:] if len(row) == len(header)]
+    keep = ["Kernel Name", "Block Size"] + metrics
+    return {"command": " ".join(map(shlex.quote, cmd)), "seconds": round(time.time() - t, 1), "returncode": r.returncode,
+            "stderr_tail": r.stderr[-1500:], "launches": plan, "rows": [{k: row.get(k) for k in keep} for row in rows]}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out")
+    ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--ncu", action="store_true")
+    ap.add_argument("--ncu-child", help=argparse.SUPPRESS)
+    ap.add_argument("--plan", help=argparse.SUPPRESS)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--sweep", action="store_true", help="also: rate against loop length (tp_ffma, abc_ffma, abc_dfma)")
+    ap.add_argument("--iters", type=int, default=256)
+    ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
+    args = ap.parse_args()
+    if args.ncu_child:
+        ncu_child(args.ncu_child, args.plan)
+        return 0
+    if not args.dry_run and not args.out:
+        ap.error("--out is required unless --dry-run")
+    if not args.dry_run:
+        try:
+            import cupy  # noqa: F401
+        except ImportError:
+            print("run_regbank.py: measuring needs cupy and an NVIDIA GPU (use --dry-run to compile only)", file=sys.stderr)
+            return 2
+    comp = compile_cubin(args.nvcc)
+    dis = find_disassembler(args.nvcc)
+    loops = timed_loops(comp["cubin"], dis) if dis else {}
+    regs = {}
+    cuobj = os.path.join(os.path.dirname(dis), "cuobjdump") if dis else None
+    if cuobj and os.path.exists(cuobj):
+        for line in run_cmd([cuobj, "-res-usage", comp["cubin"]]).splitlines():
+            m = re.search(r"Function (\w+):", line)
+            if m:
+                name = m.group(1)
+            m2 = re.search(r"REG:(\d+)", line)
+            if m2:
+                regs[name] = int(m2.group(1))
+    if args.dry_run:
+        for k in KERNELS:
+            lp = loops.get(k, {})
+            print(k, "regs", regs.get(k), "fmas", lp.get("fma_count"), "other", lp.get("other_count"))
+        return 0 if all(loops.get(k, {}).get("fma_count") == FMAS_PER_ITER for k in KERNELS) else 1
+    R = {"meta": {"command_line": " ".join(map(shlex.quote, [sys.executable] + sys.argv)),
+                  "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": platform.node(),
+                  "compile": comp, "disassembler": dis,
+                  "method": "one CTA per SM; rate = CTA FMAs / (max end - min start) of its warps' clock64; median "
+                            "over SMs, median of reps; timed loop = 64 FMAs per warp per iteration + loop overhead "
+                            "(other_count instructions per iteration)"},
+         "registers": regs, "loops": loops, "rates": {}, "errors": []}
+    try:
+        R["meta"]["nvidia_smi"] = run_cmd(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm",
+                                           "--format=csv,noheader"]).strip()
+    except Exception as e:  # noqa: BLE001
+        R["errors"].append(f"nvidia-smi: {e!r}")
+    b = Bench(comp["cubin"])
+    plan = []
+    for name in KERNELS:
+        top = max_warps(name, regs.get(name))
+        R["rates"][name] = {}
+        for w in (4, 8, 16, 32):
+            if w > top:
+                continue
+            try:
+                R["rates"][name][str(w)] = b.run(name, w, args.iters, args.reps)
+            except Exception as e:  # noqa: BLE001
+                R["errors"].append(f"{name} w{w}: {e!r}")
+        plan += [(name, 4), (name, min(32, top))]
+        print(name, {w: v["fma_per_sm_cycle"] for w, v in R["rates"][name].items()}, flush=True)
+        with open(args.out, "w") as f:
+            json.dump(R, f, indent=1)
+    if args.sweep:
+        R["sweep"] = {}
+        for name, w in (("tp_ffma", 32), ("abc_ffma", 32), ("abc_ffma", 4), ("abc_dfma", 32)):
+            R["sweep"][f"{name}_w{w}"] = b.sweep(name, w, [16, 64, 128, 256, 512, 1024])
+            print("sweep", name, w, [(x["iters"], x["fma_per_sm_cycle"], x["event_ms"]) for x in R["sweep"][f"{name}_w{w}"]], flush=True)
+    if args.ncu:
+        ncu = shutil.which("ncu") or "/opt/nvidia/nsight-compute/2025.3.1/ncu"
+        for key, metrics in (("ncu_stalls", NCU_STALLS), ("ncu_pipes", NCU_PIPES)):
+            try:
+                R[key] = m_ncu(comp["cubin"], ncu, plan, metrics)
+            except Exception as e:  # noqa: BLE001
+                R[key] = {"error": repr(e)}
+                R["errors"].append(f"{key}: {e!r}")
+            print(key, R[key].get("returncode"), len(R[key].get("rows", [])), flush=True)
+    with open(args.out, "w") as f:
+        json.dump(R, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

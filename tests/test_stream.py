@@ -60,14 +60,16 @@ def test_run_workload_streams_cold_detailed_runs_only():
     assert not D.streams(apply_overrides(cfg, {"memory.l2.initial": "warm"}), "detailed", None)
 
 
-def test_reuse_cache_carried_across_pieces_of_a_stream():
-    """Register-bank conflicts and reuse hits of a trace cut into pieces (each warp's stream split at
-    several points) equal the whole trace's when the reuse cache's state is carried across."""
+@pytest.mark.parametrize("ports", [None, 2])
+def test_reuse_cache_carried_across_pieces_of_a_stream(ports):
+    """Register-bank conflicts (the bank rule, or sm_90's read-port rule with its debt) and reuse hits
+    of a trace cut into pieces (each warp's stream split at several points) equal the whole trace's
+    when the reuse cache's state is carried across."""
     wl = find_workload("sgemm_maxas_64")
     emu, _ = emulate(wl, "sm_90", 64)
     trace = DynamicTrace.from_emulator(emu)
     program = emu.program
-    whole = register_bank_conflicts(program, trace, 2, 64, return_hits=True)
+    whole = register_bank_conflicts(program, trace, 2, 64, return_hits=True, read_ports=ports)
     assert whole[1].any()  # the case has reuse hits to carry
     rec = trace.records
     seq = rec["seq"]
@@ -80,14 +82,16 @@ def test_reuse_cache_carried_across_pieces_of_a_stream():
             continue
         piece = DynamicTrace(trace.header, rec[sel], trace.addresses, trace.access_bytes)
         rows = carry[piece.warp_ids]
-        cost, hits, _ = register_bank_conflicts(program, piece, 2, 64, return_hits=True, carry=rows)
+        cost, hits, _ = register_bank_conflicts(program, piece, 2, 64, return_hits=True, carry=rows, read_ports=ports)
         carry[piece.warp_ids] = rows
         got[0][sel], got[1][sel] = cost, hits
     assert np.array_equal(got[0], whole[0]) and np.array_equal(got[1], whole[1])
     # without the carry the pieces' first readers would miss: the test can tell
     piece = DynamicTrace(trace.header, rec[seq >= c], trace.addresses, trace.access_bytes)
-    _, hits_nocarry, _ = register_bank_conflicts(program, piece, 2, 64, return_hits=True)
+    cost_nocarry, hits_nocarry, _ = register_bank_conflicts(program, piece, 2, 64, return_hits=True, read_ports=ports)
     assert not np.array_equal(hits_nocarry, whole[1][seq >= c])
+    if ports:  # (and the debt: cut where a warp owes half a cycle, its next record would pay nothing)
+        assert whole[0].any()
 
 
 def test_engine_stops_for_records_and_goes_on(monkeypatch):

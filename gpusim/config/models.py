@@ -66,6 +66,10 @@ class RegisterFileConfig(_Model):
     bank_width_bits: Literal[32, 64]
     reuse_cache: bool
     conflict_cycles_per_extra_read: int = Field(default=1, ge=0)
+    read_ports: int | None = Field(default=None, ge=1)
+    """Registers (32 bits x 32 lanes) the sub-partition's register file reads per cycle, whatever their
+    banks: an instruction reading n of them past the reuse cache holds dispatch n / read_ports cycles
+    (precompute.register_read_cycles). None: the bank rule (`banks`, `bank_width_bits`)."""
 
 
 class SharedMemoryConfig(_Model):

@@ -46,7 +46,7 @@ class GPU:
         # path (precompute.SHARED_RULES); banks and widths come from the config, so studies can vary them
         arch_rules = SHARED_RULES[program.arch]
         self.precompute_rules = dict(reg_banks=rf.banks, reg_bank_width_bits=rf.bank_width_bits,
-                                     reuse_cache=rf.reuse_cache, smem_banks=sh.banks,
+                                     reg_read_ports=rf.read_ports, reuse_cache=rf.reuse_cache, smem_banks=sh.banks,
                                      smem_bank_width_bytes=sh.bank_width_bytes, sector_bytes=l1.sector_bytes,
                                      line_bytes=l1.line_bytes, smem_phase_bytes=arch_rules["smem_phase_bytes"],
                                      smem_pack_uniform_pairs=arch_rules["smem_pack_uniform_pairs"])

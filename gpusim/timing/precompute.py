@@ -70,7 +70,20 @@ registers in one bank cost one extra read cycle unless one comes from the reuse 
 2 banks of 64 bits [JIA18] conflict only when three distinct sources fall into one bank (the rule
 [JIA18] reports). A 64-bit operand R[2k:2k+1] reads two registers, in two adjacent banks (4 x 32-bit
 banks: 2k%4 and (2k+1)%4), so it is counted register by register. extra cycles = max over banks of
-ceil(distinct registers read from the bank / registers per bank per cycle) - 1. Register sources
+ceil(distinct registers read from the bank / registers per bank per cycle) - 1.
+
+Read-port rule (`register_read_cycles`, config ``register_file.read_ports``), sm_90's: the
+sub-partition reads `read_ports` registers (32 lanes x 32 bits) per cycle, whatever their banks; an
+instruction whose n distinct source registers miss the reuse cache holds dispatch n / read_ports
+cycles, its extra cycles max(0, n / read_ports - 1). Fractions carry along the warp's stream (a
+warp of 3-read FFMAs pays 0, 1, 0, 1, ...: 1.5 cycles each). Measured on the H100
+(validation/h100/micro/regbank_h100.json, bench/micro/regbank.cu: one CTA per SM, 1-8 warps per
+sub-partition, FMA loops whose registers ptxas picked): a DFMA reading three register pairs issues
+every 3.0-3.15 cycles, two pairs (one from the reuse cache) 2.3, an FFMA reading three registers
+1.6-1.9 cycles; scored against the loops' SASS, read_ports = 2 predicts the 11 loops within 4.4 %
+on average at 2 warps per sub-partition (the [JIA18] bank rule: 2.05 cycles per DFMA and 1.05-1.17 per
+FFMA, 25 % fast on average). Nsight charges the FFMA's extra cycles to dispatch_stall (3.8 warps per
+issue on the 3-read loop) and the DFMA's to math_pipe_throttle (12.9). Register sources
 are ``reg`` operands and the base register of ``mem`` operands; predicates, RZ, uniform registers,
 constants and immediates are not read from the banked register file. Memory instructions read
 their registers late through the MIO queue [MAXAS-CC] and get 0 here unless ``memory_ops`` (their
@@ -431,16 +444,46 @@ class _Reuse:
         return hits
 
 
+def register_read_cycles(reads: np.ndarray, warp_starts: np.ndarray, ports: int,
+                         carry: np.ndarray | None = None) -> np.ndarray:
+    """Extra dispatch cycles per record under the read-port rule (module docstring): `reads`, the
+    distinct registers each record reads past the reuse cache, in whole warps starting at
+    `warp_starts`. Each record owes max(0, reads - ports) port-slots of 1 / ports cycle; a warp pays
+    a whole cycle each time its owed slots pass a multiple of `ports`. `carry` (one per warp, updated
+    in place; negative = 0) holds the slots owed but not yet paid when a stream comes in pieces."""
+    owed = np.maximum(reads.astype(np.int64) - ports, 0)
+    total = np.cumsum(owed)
+    starts = np.asarray(warp_starts, dtype=np.int64)
+    before = np.zeros(len(starts), dtype=np.int64)  # each warp's cumulative sum before its first record
+    inside = starts < len(owed)
+    before[inside] = total[starts[inside]] - owed[starts[inside]]
+    lengths = np.diff(np.append(starts, len(owed)))
+    offset = np.repeat(before, lengths)
+    if carry is not None:
+        offset = offset - np.repeat(np.maximum(carry, 0), lengths)
+    mine = total - offset  # slots owed by the warp so far (with what it carried in)
+    cycles = mine // ports - (mine - owed) // ports
+    if carry is not None and len(starts):
+        ends = np.append(starts[1:], len(owed)) - 1
+        has = lengths > 0
+        carry[has] = mine[ends[has]] % ports
+    return cycles.astype(SMALL_COLUMN_DTYPE)
+
+
 def register_bank_conflicts(program, trace, banks: int = 4, bank_width_bits: int = 32, reuse_cache: bool = True,
-                            memory_ops: bool = False, return_hits: bool = False, carry: np.ndarray | None = None):
+                            memory_ops: bool = False, return_hits: bool = False, carry: np.ndarray | None = None,
+                            read_ports: int | None = None):
     """Extra operand-read cycles per record from source-register bank conflicts (module docstring).
 
     With reuse_cache, operands served by the reuse cache do not read the banks. Vectorised over the
     records: the cost depends only on (static instruction, set of slots hit), so it is computed once
     per distinct pair and looked up. With return_hits, returns (cycles, reuse hits per record,
     cycles if no operand were served by the reuse cache). `carry`: see `_Reuse.hits` (one row per
-    warp of `trace.warp_ids`).
+    warp of `trace.warp_ids`; with `read_ports`, its last column carries the read-port debt,
+    `register_read_cycles`). `read_ports`: the read-port rule instead of the bank rule.
     """
+    if read_ports is not None:
+        return _read_port_conflicts(program, trace, read_ports, reuse_cache, memory_ops, return_hits, carry)
     table = operand_table(program)
     regs_read = table[3]
     pc = trace.records["pc_index"]
@@ -482,6 +525,47 @@ def register_bank_conflicts(program, trace, banks: int = 4, bank_width_bits: int
     return cost
 
 
+def _read_port_conflicts(program, trace, ports: int, reuse_cache: bool, memory_ops: bool, return_hits: bool,
+                         carry: np.ndarray | None):
+    """`register_bank_conflicts` under the read-port rule (module docstring)."""
+    table = operand_table(program)
+    regs_read = table[3]
+    pc = trace.records["pc_index"]
+    reads_ok = collector_reads(program, memory_ops)
+    width = 1 << table[0].shape[1]
+    # distinct registers read per (instruction, slots served by the reuse cache)
+    n_read = np.zeros(len(regs_read) * width, dtype=np.int16)
+    for p, slots in enumerate(regs_read):
+        if not reads_ok[p]:
+            continue
+        for mask in range(width):
+            n_read[p * width + mask] = len({r for s, regs in enumerate(slots) if not (mask >> s) & 1 for r in regs})
+    popcount = np.array([bin(m).count("1") for m in range(width)], dtype=SMALL_COLUMN_DTYPE)
+    reuse = _Reuse(program, table, memory_ops) if reuse_cache else None
+    cost = np.empty(len(pc), dtype=SMALL_COLUMN_DTYPE)
+    no_reuse = np.empty(len(pc), dtype=SMALL_COLUMN_DTYPE)
+    n_hits = np.zeros(len(pc), dtype=SMALL_COLUMN_DTYPE) if return_hits else None
+    debt = None if carry is None else carry[:, -1]
+    first_warp = 0
+    for a, b, starts in _warp_blocks(trace):
+        p = pc[a:b].astype(np.int64)
+        block = slice(first_warp, first_warp + len(starts))
+        first_warp += len(starts)
+        block_carry = None if carry is None else carry[block, :-1]
+        hits = reuse.hits(p, starts, block_carry) if reuse is not None else None
+        combo = p * width + (hits.astype(np.int64) if hits is not None else 0)
+        block_debt = None if debt is None else debt[block]
+        cost[a:b] = register_read_cycles(n_read[combo], starts, ports, block_debt)
+        if block_debt is not None:
+            debt[block] = block_debt
+        no_reuse[a:b] = register_read_cycles(n_read[p * width], starts, ports)
+        if return_hits and hits is not None:
+            n_hits[a:b] = popcount[hits]
+    if return_hits:
+        return cost, n_hits, no_reuse
+    return cost
+
+
 # ---- all columns ---------------------------------------------------------------------------------
 # Only the sm_90 shared-memory rules were checked against hardware counters (module docstring).
 SHARED_RULES = {
@@ -506,7 +590,7 @@ def rules_for_arch(arch: str) -> dict:
 
 
 def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int = 32, reuse_cache: bool = True,
-               reg_memory_ops: bool = False,
+               reg_memory_ops: bool = False, reg_read_ports: int | None = None,
                smem_banks: int = 32, smem_bank_width_bytes: int = 4, smem_bank_row_words: int = 1,
                smem_phase_bytes: int | None = None, smem_pack_uniform_pairs: bool = False,
                sector_bytes: int = 32, line_bytes: int = 128, reuse_carry: np.ndarray | None = None) -> dict[str, np.ndarray]:
@@ -517,7 +601,8 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
 
     smem_pack_uniform_pairs applies to shared loads only (it is a property of the return path);
     reg_memory_ops counts register-bank conflicts of memory instructions too. `reuse_carry`: the reuse
-    cache's state left by the warps' earlier records when a stream comes in pieces (`_Reuse.hits`).
+    cache's state left by the warps' earlier records when a stream comes in pieces (`_Reuse.hits`; one
+    column more than the operand slots: the read-port debt). `reg_read_ports`: the read-port rule.
     """
     rec = trace.records
     n = len(rec)
@@ -546,6 +631,7 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
                                                                     rec["exec_mask"][sel], sector_bytes, line_bytes,
                                                                     rows=r)
     conflicts, hits, no_reuse = register_bank_conflicts(program, trace, reg_banks, reg_bank_width_bits, reuse_cache,
-                                                        reg_memory_ops, return_hits=True, carry=reuse_carry)
+                                                        reg_memory_ops, return_hits=True, carry=reuse_carry,
+                                                        read_ports=reg_read_ports)
     cols["reg_conflict_cycles"], cols["reuse_hits"], cols["reg_conflict_cycles_no_reuse"] = conflicts, hits, no_reuse
     return cols

@@ -110,6 +110,8 @@ class SM:
         self.lsu_read = cfg.sm.lsu_register_read_cycles
         self.const_latency = cfg.memory.constant_latency_cycles
         self.branch_latency = cfg.sm.scheduler.branch_latency_cycles
+        # register reads beyond the ports (precompute.register_read_cycles) occupy the port, not the result
+        self.read_ports = cfg.sm.register_file.read_ports is not None
         self.stalls = S.StallTable(len(self.static))
         self.ctas: list[CTA] = []
         self.cta_residence: list[tuple[float, float]] = []  # (launch, completion) of each finished CTA
@@ -376,7 +378,10 @@ class SM:
         """The instruction holds its pipe for `occupancy` cycles; its result is ready after the unit's
         latency plus its register-bank conflict cycles (which also hold the dispatch port), or when
         its memory access completes (`_access`). Then the warp's next instruction gets its earliest
-        issue cycle."""
+        issue cycle. Under the read-port rule (sm_90, `register_file.read_ports`) the extra read
+        cycles hold the dispatch port, or a multi-cycle pipe's issue (Nsight: dispatch_stall on
+        FFMAs, math_pipe_throttle on DFMAs), and do not delay the result: a dependent FFMA or DFMA
+        chain runs at the unit's latency whatever its sources (validation/h100/micro/micro_h100.json)."""
         kind, pipe, occupancy, latency, stall, wbar, rbar, writes, readonly, dsts, result_reason, mem = \
             self.execute_facts[pc]
         pos = w.pos
@@ -389,7 +394,7 @@ class SM:
         if mem:
             done, long_wait, read = self._access(sp, w, kind, pos, readonly, now)
             read += regc
-        elif regc:
+        elif regc and not self.read_ports:
             done, long_wait, read = now + latency + regc, False, now + 2 + regc
         else:
             done, long_wait, read = now + latency, False, now + 2
@@ -427,8 +432,16 @@ class SM:
         if kind == BRANCH and done > t:
             t, reason = now + self.branch_latency, S.BRANCH
         if regc:
-            t, reason = t + regc, (S.DISPATCH if t <= now + 1 else reason)
-            sp.dispatch_free = now + 1 + regc
+            if not self.read_ports:  # bank conflicts: the reads delay the result and hold dispatch
+                t, reason = t + regc, (S.DISPATCH if t <= now + 1 else reason)
+                sp.dispatch_free = now + 1 + regc
+            elif occupancy > 1:  # read ports (sm_90): a multi-cycle pipe (FP64) is held while they read
+                if now + 1 + regc > pipes[pipe]:
+                    pipes[pipe] = now + 1 + regc
+            else:  # ... else the dispatch port; the result is not late (a dependent chain reads meanwhile)
+                if t <= now + 1 + regc:
+                    t, reason = now + 1 + regc, (S.DISPATCH if t <= now + 1 else reason)
+                sp.dispatch_free = now + 1 + regc
         w.ready_at, w.reason = t, reason
 
     def _access(self, sp: SubPartition, w: Warp, kind: int, pos: int, readonly: bool,

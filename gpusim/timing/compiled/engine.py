@@ -35,7 +35,7 @@ CONFIG = np.dtype([("control_mode", "?"), ("dual", "i8"), ("policy", "i8"), ("tw
                    ("smem_latency", "f8"), ("mio_read", "f8"), ("lsu_read", "f8"), ("const_latency", "f8"),
                    ("branch_latency", "f8"), ("watchdog", "f8"), ("quantum", "f8"), ("n_sp", "i8"),
                    ("warps_per_cta", "i8"), ("ctas_per_sm", "i8"), ("cta_launch_cycles", "f8"),
-                   ("unified_stage", "?")])
+                   ("unified_stage", "?"), ("read_ports", "?")])
 MEMORY = np.dtype([("sector_bytes", "i8"), ("l2_latency", "f8"), ("l2_bpc", "f8"), ("write_cost", "f8"),
                    ("line_sectors", "f8"), ("sectors_per_line", "i8"), ("dram_bpc", "f8"), ("dram_latency", "f8"),
                    ("l1_latency", "f8"), ("caches_loads", "?"), ("miss_limit", "i8"), ("reach", "i8"),
@@ -123,7 +123,8 @@ def build(gpu, occ, ctas, arrays: dict, primed: int | None = None) -> State:
             {"gto": C.GTO, "lrr": C.LRR, "two_level": C.TWO_LEVEL}[sched.policy], sched.two_level_active_warps,
             cfg.sm.shared_memory.latency_cycles, cfg.sm.mio_register_read_cycles, cfg.sm.lsu_register_read_cycles,
             cfg.memory.constant_latency_cycles, sched.branch_latency_cycles, cfg.watchdog_cycles, SM.QUANTUM, n_sp,
-            gpu.warps_per_cta, occ.ctas_per_sm, gpu.cta_launch_cycles, cfg.memory.l1.unified_data_stage)
+            gpu.warps_per_cta, occ.ctas_per_sm, gpu.cta_launch_cycles, cfg.memory.l1.unified_data_stage,
+            cfg.sm.register_file.read_ports is not None)
     # the memory path's parameters, derived as the object model derives them (and a warm L2 as it fills it)
     memory = MemorySystem(cfg, cfg.clock_mhz)
     gpu._warm(memory)

@@ -369,7 +369,7 @@ def execute(st, sm, sp, w, pc, now):
     if st.is_mem[pc]:
         done, long_wait, read = access(st, sm, sp, w, kind, pos, pc, now)
         read += regc
-    elif regc:
+    elif regc and not c.read_ports:
         done, long_wait, read = now + st.latency[pc] + regc, False, now + 2 + regc
     else:
         done, long_wait, read = now + st.latency[pc], False, now + 2
@@ -408,8 +408,16 @@ def execute(st, sm, sp, w, pc, now):
     if kind == BRANCH and done > t:
         t, reason = now + c.branch_latency, BRANCH_R
     if regc:
-        t, reason = t + regc, (DISPATCH_R if t <= now + 1 else reason)
-        st.sp[sp].dispatch_free = now + 1 + regc
+        if not c.read_ports:
+            t, reason = t + regc, (DISPATCH_R if t <= now + 1 else reason)
+            st.sp[sp].dispatch_free = now + 1 + regc
+        elif occupancy > 1:
+            if now + 1 + regc > st.sp_pipes[sp, pipe]:
+                st.sp_pipes[sp, pipe] = now + 1 + regc
+        else:
+            if t <= now + 1 + regc:
+                t, reason = now + 1 + regc, (DISPATCH_R if t <= now + 1 else reason)
+            st.sp[sp].dispatch_free = now + 1 + regc
     wr.ready_at, wr.reason = t, reason
     return False
 

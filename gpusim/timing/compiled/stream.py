@@ -322,7 +322,8 @@ class EmulatorStream:
         t1 = time.perf_counter()
         self.seconds["emulate"] += t1 - t0
         if self.carry is None:
-            self.carry = np.full((self.launch.n_ctas * self.wpc, operand_table(self.program)[0].shape[1]), -1,
+            # (per warp: the reuse cache's slots, then the read-port debt: precompute.register_bank_conflicts)
+            self.carry = np.full((self.launch.n_ctas * self.wpc, operand_table(self.program)[0].shape[1] + 1), -1,
                                  dtype=np.int32)
         n_local = len(emu.warp_cta)
         gids = np.asarray(emu.ctas, dtype=np.int64)[emu.warp_cta] * self.wpc + np.arange(n_local) % self.wpc

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numpy as np
+from numba import njit
 
 from gpusim.timing.compiled import engine as E
 from gpusim.timing.compiled import sm as C
@@ -167,7 +168,9 @@ class Arena:
     def _write(self, seg: dict, pieces, fresh: int | None = None) -> np.ndarray:
         """Copy the pieces (kept ranges of the arena, then segments' ranges; per warp the kept first)
         to the tail, or to new arrays of `fresh` records (then the pieces are every live warp's).
-        Per warp id: where its kept records began before the copy (-1: none moved)."""
+        Per warp id: where its kept records began before the copy (-1: none moved). The copy is
+        `_copy_pieces`, record by record (numpy's gathers made index arrays of 8 bytes per record:
+        at 4096^3 they held more than the records)."""
         kg, ka, kb, sg, sa, sb = pieces
         pg = np.concatenate([kg, sg])
         pa = np.concatenate([ka, sa])
@@ -178,67 +181,33 @@ class Arena:
         lengths = pb - pa
         out_start = np.r_[0, np.cumsum(lengths)]
         total = int(out_start[-1])
-        within = np.arange(total, dtype=np.int64) - np.repeat(out_start[:-1], lengths)
-        src = np.repeat(pa, lengths) + within
-        from_seg = np.repeat(part.astype(bool), lengths)
-        old_at, seg_at = src[~from_seg], src[from_seg]
-        # records
-        out = {}
-        for k, t in RECORD_FIELDS.items():
-            if k == "mem_rows":
-                continue
-            a = np.empty(total, dtype=t)
-            a[~from_seg] = self.records[k][old_at]
-            a[from_seg] = seg["records"][k][seg_at]
-            out[k] = a
-        rows = np.empty(total, dtype=np.int64)
-        rows[~from_seg] = self.records["mem_rows"][old_at]
-        rows[from_seg] = seg["records"]["mem_rows"][seg_at]
-        is_mem = rows >= 0
-        # rows, each with its sectors, in record order
-        r_old = rows[is_mem & ~from_seg]
-        r_seg = rows[is_mem & from_seg]
-        mem_seg = from_seg[is_mem]
-        n_new_rows = int(np.count_nonzero(is_mem))
-        counts = np.empty(n_new_rows, dtype=np.int64)
-        counts[~mem_seg] = self.sector_start[r_old + 1] - self.sector_start[r_old]
-        counts[mem_seg] = seg["sector_start"][r_seg + 1] - seg["sector_start"][r_seg]
-        first = np.empty(n_new_rows, dtype=np.int64)
-        first[~mem_seg] = self.sector_start[r_old]
-        first[mem_seg] = seg["sector_start"][r_seg]
-        sec_out = np.r_[0, np.cumsum(counts)]
-        n_sec = int(sec_out[-1])
-        sec_src = np.repeat(first - sec_out[:-1], counts) + np.arange(n_sec, dtype=np.int64)
-        sec_from_seg = np.repeat(mem_seg, counts)
-        sectors = np.empty(n_sec, dtype=np.int64)
-        sectors[~sec_from_seg] = self.sector_list[sec_src[~sec_from_seg]]
-        sectors[sec_from_seg] = seg["sector_list"][sec_src[sec_from_seg]]
-        # where they go
+        old, new = self.records, seg["records"]
+        n_new_rows, n_sec = _count_rows(pa, pb, part, old["mem_rows"], new["mem_rows"], self.sector_start,
+                                        seg["sector_start"])
         if fresh is not None:
             cap_rows = 2 * n_new_rows + (1 << 12)
             cap_sec = 2 * n_sec + (1 << 14)
             self.records = {k: np.empty(max(fresh, total), dtype=t) for k, t in RECORD_FIELDS.items()}
-            self.sector_start = np.empty(cap_rows + 1, dtype=np.int64)
-            self.sector_list = np.empty(cap_sec, dtype=np.int64)
+            sector_start, sector_list = np.empty(cap_rows + 1, dtype=np.int64), np.empty(cap_sec, dtype=np.int64)
+            sector_start[0] = 0
             self.n = self.n_rows = self.n_sectors = 0
-            self.sector_start[0] = 0
         else:
-            if self.n_rows + n_new_rows + 1 > len(self.sector_start):
-                grown = np.empty(2 * (self.n_rows + n_new_rows) + (1 << 12) + 1, dtype=np.int64)
-                grown[:self.n_rows + 1] = self.sector_start[:self.n_rows + 1]
-                self.sector_start = grown
-            if self.n_sectors + n_sec > len(self.sector_list):
-                grown = np.empty(2 * (self.n_sectors + n_sec) + (1 << 14), dtype=np.int64)
-                grown[:self.n_sectors] = self.sector_list[:self.n_sectors]
-                self.sector_list = grown
+            sector_start, sector_list = self.sector_start, self.sector_list
+            if self.n_rows + n_new_rows + 1 > len(sector_start):
+                sector_start = np.empty(2 * (self.n_rows + n_new_rows) + (1 << 12) + 1, dtype=np.int64)
+                sector_start[:self.n_rows + 1] = self.sector_start[:self.n_rows + 1]
+            if self.n_sectors + n_sec > len(sector_list):
+                sector_list = np.empty(2 * (self.n_sectors + n_sec) + (1 << 14), dtype=np.int64)
+                sector_list[:self.n_sectors] = self.sector_list[:self.n_sectors]
         at, r0, s0 = self.n, self.n_rows, self.n_sectors
-        for k, a in out.items():
-            self.records[k][at:at + total] = a
-        new_rows = np.full(total, -1, dtype=np.int32)
-        new_rows[is_mem] = np.arange(r0, r0 + n_new_rows, dtype=np.int32)
-        self.records["mem_rows"][at:at + total] = new_rows
-        self.sector_start[r0 + 1:r0 + 1 + n_new_rows] = s0 + sec_out[1:]
-        self.sector_list[s0:s0 + n_sec] = sectors
+        out = self.records
+        _copy_pieces(pa, pb, part, at, r0, s0,
+                     old["pcs"], old["mem_rows"], old["regc"], old["wavef"], old["glines"], self.sector_start,
+                     self.sector_list,
+                     new["pcs"], new["mem_rows"], new["regc"], new["wavef"], new["glines"], seg["sector_start"],
+                     seg["sector_list"],
+                     out["pcs"], out["mem_rows"], out["regc"], out["wavef"], out["glines"], sector_start, sector_list)
+        self.sector_start, self.sector_list = sector_start, sector_list
         self.n, self.n_rows, self.n_sectors = at + total, r0 + n_new_rows, s0 + n_sec
         # each moved warp's new range; where its kept records began (for the running warps' positions)
         first_piece = np.r_[True, pg[1:] != pg[:-1]] if len(pg) else np.zeros(0, dtype=bool)
@@ -250,6 +219,51 @@ class Arena:
         moved_from = np.full(len(self.begin), -1, dtype=np.int64)
         moved_from[pg[kept_first]] = pa[kept_first]
         return moved_from
+
+
+@njit(cache=True, nogil=True)
+def _count_rows(pa, pb, part, old_rows, new_rows, old_start, new_start):
+    """(memory rows, their sectors) in the pieces [pa, pb) (part 0: of the arena, 1: of the segments)."""
+    n_rows = n_sec = 0
+    for i in range(len(pa)):
+        rows, start = (old_rows, old_start) if part[i] == 0 else (new_rows, new_start)
+        for j in range(pa[i], pb[i]):
+            r = rows[j]
+            if r >= 0:
+                n_rows += 1
+                n_sec += start[r + 1] - start[r]
+    return n_rows, n_sec
+
+
+@njit(cache=True, nogil=True)
+def _copy_pieces(pa, pb, part, at, r0, s0,
+                 o_pcs, o_rows, o_regc, o_wavef, o_glines, o_start, o_list,
+                 n_pcs, n_rows, n_regc, n_wavef, n_glines, n_start, n_list,
+                 d_pcs, d_rows, d_regc, d_wavef, d_glines, d_start, d_list):
+    """Append the pieces' records at `at`, in order, and their memory rows (renumbered from `r0`,
+    each row's sectors copied to the sector list from `s0`)."""
+    k, r, q = at, r0, s0
+    for i in range(len(pa)):
+        if part[i] == 0:
+            pcs, rows, regc, wavef, glines, start, lst = o_pcs, o_rows, o_regc, o_wavef, o_glines, o_start, o_list
+        else:
+            pcs, rows, regc, wavef, glines, start, lst = n_pcs, n_rows, n_regc, n_wavef, n_glines, n_start, n_list
+        for j in range(pa[i], pb[i]):
+            d_pcs[k] = pcs[j]
+            d_regc[k] = regc[j]
+            d_wavef[k] = wavef[j]
+            d_glines[k] = glines[j]
+            row = rows[j]
+            if row >= 0:
+                for x in range(start[row], start[row + 1]):
+                    d_list[q] = lst[x]
+                    q += 1
+                d_rows[k] = r
+                r += 1
+                d_start[r] = q
+            else:
+                d_rows[k] = -1
+            k += 1
 
 
 def _concat(segments: list[Segment]) -> dict:
@@ -265,13 +279,13 @@ def _concat(segments: list[Segment]) -> dict:
     for k in RECORD_FIELDS:
         if k == "mem_rows":
             records[k] = np.concatenate([np.where(s.records[k] >= 0, s.records[k].astype(np.int64) + rb, -1)
-                                         for s, rb in zip(segments, rows_base)])
+                                         for s, rb in zip(segments, rows_base)]).astype(RECORD_FIELDS[k])
         else:
             records[k] = np.concatenate([s.records[k] for s in segments])
     sector_start = np.concatenate([s.sector_start[:-1] + b for s, b in zip(segments, sec_base)] + [sec_base[-1:]])
     return {"gids": np.concatenate([s.gids for s in segments]), "starts": np.r_[0, np.cumsum(counts)[:-1]].astype(np.int64),
             "counts": counts, "records": records, "sector_start": sector_start.astype(np.int64),
-            "sector_list": np.concatenate([s.sector_list for s in segments])}
+            "sector_list": np.concatenate([s.sector_list for s in segments]).astype(np.int64, copy=False)}
 
 
 class EmulatorStream:

@@ -3,7 +3,7 @@
 `tests/data/timing_golden.json` holds summaries of small runs (cycles exactly, warp instructions,
 stall totals, pipe utilisation, memory and shared counters; hashes of the per-PC stalls and of
 the timeline) covering each path of the SM model: Maxwell control codes with dual issue and FP64 pipe
-throttles, Hopper, Kepler's register scoreboard and dual issue, control codes ignored, the lrr and
+throttles, Hopper, Kepler's register scoreboard and dual issue, control codes ignored, gto on Hopper (whose default is lrr), the
 two_level policies, the timeline window and sampled mode (with a fast-forward). Traces are built here (full traces,
 straight from the emulator), so the pins cover the timing model only.
 
@@ -29,7 +29,7 @@ CASES = {
     "hopper-sgemm-timeline": ("sgemm_maxas_64", "h100", 128, "detailed", {}, {"window": (0, 5000, None)}),
     "hopper-coalesced": ("coalescedMultiply", "h100", 64, "detailed", {}, {}),
     "hopper-scoreboard": ("sgemm_maxas_64", "h100", 128, "detailed", {}, {"honour_control_codes": False}),
-    "hopper-lrr": ("sgemm_maxas_64", "h100", 128, "detailed", {"sm.scheduler.policy": "lrr"}, {}),
+    "hopper-gto": ("sgemm_maxas_64", "h100", 128, "detailed", {"sm.scheduler.policy": "gto"}, {}),
     "maxwell-two-level": ("dgemm_unroll", "gtx970", 128, "detailed",
                           {"sm.scheduler.policy": "two_level", "watchdog_cycles": 20000}, {}),
     "kepler-sgemm": ("sgemm_maxas_64", "k40", 64, "detailed", {}, {}),

@@ -137,7 +137,10 @@ class Bench:
             spans = [int(c[:, 1].max() - c[:, 0].min()) for c in o]
             starts = o[:, :, 0] - o[:, :, 0].min(axis=1, keepdims=True)
             ends = o[:, :, 1] - o[:, :, 0].min(axis=1, keepdims=True)
+            spread = [float((c[:, 1].max() - c[:, 1].min()) / max(1, c[:, 1].max() - c[:, 0].min())) for c in o]
             res.append({"iters": iters, "event_ms": round(cp.cuda.get_elapsed_time(a, b), 4),
+                        "end_spread_over_span_median": round(statistics.median(spread), 4),
+                        "end_spread_over_span_max": round(max(spread), 4),
                         "span_median": statistics.median(spans), "span_max": max(spans),
                         "fma_per_sm_cycle": round(warps * FMAS_PER_ITER * iters / statistics.median(spans), 4),
                         "sm0_starts": starts[0].tolist(), "sm0_ends": ends[0].tolist()})
@@ -200,6 +203,8 @@ def main() -> int:
     ap.add_argument("--plan", help=argparse.SUPPRESS)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--sweep", action="store_true", help="also: rate against loop length (tp_ffma, abc_ffma, abc_dfma)")
+    ap.add_argument("--order", action="store_true",
+                    help="also: which warps finish first at 2 warps per sub-partition (the scheduler's policy)")
     ap.add_argument("--iters", type=int, default=256)
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
     args = ap.parse_args()
@@ -265,6 +270,15 @@ def main() -> int:
         for name, w in (("tp_ffma", 32), ("abc_ffma", 32), ("abc_ffma", 4), ("abc_dfma", 32)):
             R["sweep"][f"{name}_w{w}"] = b.sweep(name, w, [16, 64, 128, 256, 512, 1024])
             print("sweep", name, w, [(x["iters"], x["fma_per_sm_cycle"], x["event_ms"]) for x in R["sweep"][f"{name}_w{w}"]], flush=True)
+    if args.order:
+        # 8 warps (2 per sub-partition: warps w and w + 4 share one): a greedy oldest-first scheduler
+        # runs one warp of each pair to its end before the other (ends about half the span apart);
+        # a round-robin one finishes both together. Per SM: (latest end - earliest end) / span.
+        R["order"] = {}
+        for name in ("tp_ffma", "abc_ffma", "tp_dfma", "outer8_ffma"):
+            res = b.sweep(name, 8, [256])[0]
+            R["order"][name] = res
+            print("order", name, res["sm0_starts"], res["sm0_ends"], flush=True)
     if args.ncu:
         ncu = shutil.which("ncu") or "/opt/nvidia/nsight-compute/2025.3.1/ncu"
         for key, metrics in (("ncu_stalls", NCU_STALLS), ("ncu_pipes", NCU_PIPES)):

@@ -24,8 +24,8 @@ _MASK64 = (1 << 64) - 1
 class GPU:
     cta_launch_cycles = 0  # CTA launch overhead is not modelled
     sampler_options: dict = {}  # keyword arguments for sampled mode's Sampler (benchmarks vary them)
-    # detailed mode without a timeline runs on the compiled engine (gpusim/timing/compiled), the same
-    # model to the last bit; "objects" runs the object model (sm.py, mem/) it mirrors
+    # detailed and sampled mode without a timeline run on the compiled engine (gpusim/timing/compiled),
+    # the same model to the last bit; "objects" runs the object model (sm.py, mem/) it mirrors
     engine = "compiled"
 
     def __init__(self, program, trace, cfg, honour_control_codes: bool | None = None, window=None,
@@ -266,7 +266,12 @@ class GPU:
         # a warm L2 holds the share of the grid's inputs that fits in it: the simulated SMs find that
         # share of their own sectors there
         self._warm(memory, min(1.0, memory.l2.capacity * memory.sector_bytes / max(1, self.footprint_bytes or 1)))
-        sms = self._simulate([SM(j, self, L1(cfg, memory)) for j in range(g)], ctas, occ)
+        if self.engine == "compiled" and self.window is None:
+            from gpusim.timing.compiled.sampled import run_sampled
+
+            sms, memory = run_sampled(self, occ, ctas, memory, g)
+        else:
+            sms = self._simulate([SM(j, self, L1(cfg, memory)) for j in range(g)], ctas, occ)
         ends, repeats = [], []
         floor = max(self._bandwidth_floor(memory, sms), self._stage_floor(len(ctas)))
         for sm in sms:

@@ -127,3 +127,62 @@ def gather(words, q, offset, k, R, first, start):
         for j in range(k):
             R[first + j, start + i] = words[base + j]
     return True
+
+
+# ---- straight-line runs of FFMA, DFMA and shared loads (emulator._run_batch's blocks) ----------------
+BLOCK_FFMA, BLOCK_DFMA, BLOCK_LDS = 1, 2, 3  # kinds of `block` (0: none)
+
+
+@njit(cache=True, nogil=True)
+def block(R, F, kinds, args, pc, k, t, out, smem, lane_row, smem_size, addr, record):
+    """Instructions pc .. pc + k - 1 for every lane of every warp, one after the other, each as its
+    fast path does it: FFMA as `ffma`, DFMA as `dfma`, and a shared load [Rx + imm] of 4, 8 or 16
+    bytes as fastmem's (bounds and alignment from the lowest, highest and OR of Rx over all lanes
+    and the immediate; one unit per lane gathered from `smem`, the CTA slots' shared memory as flat
+    words, lane i's slot beginning at word lane_row[i]). How many ran: the first that its fast path
+    would not take (an FFMA that may round twice, a DFMA out of range, a load out of bounds or
+    misaligned) is not run, nothing of it written, and the caller runs it the ordinary way. With
+    `record`, the j-th load's addresses (Rx + imm per lane, modulo 2^32) go to addr[j].
+
+    args per instruction: FFMA/DFMA (ra, rb, rc, rd); a load (bytes, first row, last row, Rx's row, imm)."""
+    lanes = R.shape[1]
+    loads = 0
+    for j in range(k):
+        p = pc + j
+        kind = kinds[p]
+        if kind == BLOCK_FFMA:
+            if not ffma(R, F, args[p, 0], args[p, 1], args[p, 2], args[p, 3], 0, lanes, t):
+                return j
+        elif kind == BLOCK_DFMA:
+            if not dfma(R, args[p, 0], args[p, 1], args[p, 2], args[p, 3], 0, lanes, out):
+                return j
+        else:
+            nbytes, first, last, base, imm = args[p, 0], args[p, 1], args[p, 2], args[p, 3], args[p, 4]
+            regs = R[base]
+            lo = np.int64(regs[0])
+            hi = lo
+            bits = np.int64(0)
+            for i in range(lanes):
+                v = np.int64(regs[i])
+                lo = min(lo, v)
+                hi = max(hi, v)
+                bits |= v
+            if not (lo + imm >= 0 and hi + imm + nbytes <= smem_size and (bits | imm) & (nbytes - 1) == 0):
+                return j
+            words = nbytes // 4
+            units = len(smem) // words
+            offset = imm // nbytes  # (imm >> log2(bytes))
+            for i in range(lanes):
+                u = lane_row[i] // words + (np.int64(regs[i]) // nbytes) + offset
+                if u < 0 or u >= units:
+                    return j
+            if record:
+                m = np.uint32(imm & 0xFFFFFFFF)
+                for i in range(lanes):
+                    addr[loads, i] = regs[i] + m
+            loads += 1
+            for i in range(lanes):
+                at = (lane_row[i] // words + (np.int64(regs[i]) // nbytes) + offset) * words
+                for w in range(last + 1 - first):
+                    R[first + w, i] = smem[at + w]
+    return k

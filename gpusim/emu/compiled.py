@@ -1,10 +1,12 @@
 """The FFMA and DFMA fast paths' arithmetic as numba loops over lanes (the GEMMs' inner loops).
 
-Each function does per lane exactly the IEEE float64 operations, in the same order, of the numpy
-code it stands for (fast.py's FFMA, fastfp64.fma_round_to_odd), so the results are the same to the
-bit; numba compiles without fast-math, so nothing is reassociated or fused into an fma. What it
-saves is numpy's per-call overhead: a GEMM step is one instruction over 16-32 warps, and the numpy
-versions spent most of their time in the dozen or so array calls per instruction.
+FFMA does per lane exactly the IEEE float64 operations, in the same order, of the numpy code it
+stands for (fast.py's); numba compiles without fast-math, so nothing is reassociated or fused into
+an fma. DFMA computes the fused multiply-add itself, which is what fastfp64.fma_round_to_odd computes
+wherever it is taken (see `dfma`). So the results are the same to the bit. What this saves is
+numpy's per-call overhead: a GEMM step is one instruction over 16-32 warps, and the numpy versions
+spent most of their time in the dozen or so array calls per instruction. `block` runs a straight-line
+run of them (and shared loads) in one call.
 
 Both read their operands from the register file (`R[reg, lane]`, lanes `start:stop`) and write the
 destination only once every lane is known to take the fast path; otherwise they write nothing and
@@ -17,7 +19,9 @@ keyed by this file, is never stale.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 
 _LOW28 = np.uint64(0x0FFFFFFF)
 _CANONICAL_NAN32 = np.uint32(0x7FFFFFFF)
@@ -60,43 +64,41 @@ def _pair(R, row, lane):
     return bits.view(np.float64)
 
 
+@intrinsic
+def _fused(typingctx, a, b, c):
+    """a * b + c rounded once (LLVM's fma: the processor's fused multiply-add, or the C library's fma
+    where it has none). numba fuses nothing by itself (no fast-math), so this is the only fused
+    operation here."""
+    if not all(isinstance(t, types.Float) for t in (a, b, c)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        f64 = ir.DoubleType()
+        fn = builder.module.declare_intrinsic("llvm.fma", [f64], ir.FunctionType(f64, [f64, f64, f64]))
+        return builder.call(fn, [context.cast(builder, v, t, types.float64)
+                                 for v, t in zip(args, signature.args)])
+
+    return types.float64(a, b, c), codegen
+
+
 @njit(cache=True, nogil=True)
 def dfma(R, ra, rb, rc, rd, start, stop, out):
-    """Pair rd:rd+1 = fma(a, b, c) on register pairs, lanes start:stop: fastfp64.fma_round_to_odd
-    lane by lane (Dekker's split, TwoSum, rounding to odd), the result kept in out. False (nothing
-    written) where a lane is outside that algorithm's range: |a| or |b| not below 2^995, a product
-    or result not in [2^-960, inf), anything NaN (the comparisons fail).
-
-    The loop has no branches (so that it vectorises): every lane is computed and the range checks
-    are and-ed. The step to the odd neighbour is np.nextafter(s, copysign(inf, e)) done on s's bits,
-    which is C99's nextafter wherever it is taken for a lane in range: there s is finite and nonzero
-    (s = 0 has e = 0: a zero sum of two doubles is exact), and where s is not finite, th or uh is not
-    and the lane fails its checks whatever v is."""
+    """Pair rd:rd+1 = fma(a, b, c) on register pairs, lanes start:stop, the result kept in out. False
+    (nothing written) where a lane is outside the range of fastfp64.fma_round_to_odd: |a| or |b| not
+    below 2^995, a product (a * b rounded) or result not in [2^-960, inf), anything NaN (the
+    comparisons fail). In that range rounding to odd (Boldo and Melquiond, see fastfp64) gives the
+    exactly rounded fma, so the fused operation gives the same bits (tests/test_fastfp64.py checks
+    both against each other, ties and the edges of the range included); it is 3-4x faster than the
+    two dozen operations of the algorithm. The loop has no branches (so that it vectorises): every
+    lane is computed and the range checks are and-ed."""
     n = stop - start
     ok = True
     for i in range(n):
         a = _pair(R, ra, start + i)
         b = _pair(R, rb, start + i)
         c = _pair(R, rc, start + i)
-        t = SPLIT * a
-        ah = t - (t - a)
-        al = a - ah
-        t = SPLIT * b
-        bh = t - (t - b)
-        bl = b - bh
         uh = a * b
-        ul = ((ah * bh - uh) + ah * bl + al * bh) + al * bl
-        th = c + uh
-        bv = th - c
-        tl = (c - (th - bv)) + (uh - bv)
-        s = tl + ul
-        bv = s - tl
-        e = (tl - (s - bv)) + (ul - bv)
-        bits = np.float64(s).view(np.int64)
-        odd = (e != 0) & ((bits & 1) == 0)
-        step = np.int64(1) if (e > 0) == (s > 0) else np.int64(-1)  # one ulp from s towards e's sign
-        v = np.int64(bits + step).view(np.float64) if odd else s
-        r = th + v
+        r = _fused(a, b, c)
         mag_uh, mag_r = abs(uh), abs(r)
         ok &= (abs(a) < BIG) & (abs(b) < BIG) & (mag_uh >= TINY) & (mag_uh < np.inf) & (mag_r >= TINY) & \
             (mag_r < np.inf)
@@ -131,6 +133,7 @@ def gather(words, q, offset, k, R, first, start):
 
 # ---- straight-line runs of FFMA, DFMA and shared loads (emulator._run_batch's blocks) ----------------
 BLOCK_FFMA, BLOCK_DFMA, BLOCK_LDS = 1, 2, 3  # kinds of `block` (0: none)
+_ffma, _dfma = ffma, dfma  # (what `block` calls, whatever a test puts in place of the module's names)
 
 
 @njit(cache=True, nogil=True)
@@ -151,10 +154,10 @@ def block(R, F, kinds, args, pc, k, t, out, smem, lane_row, smem_size, addr, rec
         p = pc + j
         kind = kinds[p]
         if kind == BLOCK_FFMA:
-            if not ffma(R, F, args[p, 0], args[p, 1], args[p, 2], args[p, 3], 0, lanes, t):
+            if not _ffma(R, F, args[p, 0], args[p, 1], args[p, 2], args[p, 3], 0, lanes, t):
                 return j
         elif kind == BLOCK_DFMA:
-            if not dfma(R, args[p, 0], args[p, 1], args[p, 2], args[p, 3], 0, lanes, out):
+            if not _dfma(R, args[p, 0], args[p, 1], args[p, 2], args[p, 3], 0, lanes, out):
                 return j
         else:
             nbytes, first, last, base, imm = args[p, 0], args[p, 1], args[p, 2], args[p, 3], args[p, 4]

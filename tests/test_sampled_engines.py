@@ -6,9 +6,9 @@ the sampler's extrapolated cycles, fast-forwards, made-up iterations and error e
 The cases cover fast-forwards (each CTA at its own rate) on the Hopper, Maxwell and Kepler SMs,
 left-out main-loop iterations that warps simulate into or land in and that are made up from the
 kept ones (a short kept head and tail: `keep`), a double-buffered loop (two template parities),
-several simulated SMs sharing L2/DRAM, a warm L2 with its share, stores with a tight dirty limit
-(write-backs from the dirty share), and a kept head too short to make iterations up from (both
-engines give up the elided trace and time the full one).
+several simulated SMs sharing L2/DRAM, a warm L2 with its share, warps moved while they wait at a
+barrier, stores with a tight dirty limit (write-backs from the dirty share), and a kept head too
+short to make iterations up from (both engines give up the elided trace and time the full one).
 """
 
 from __future__ import annotations
@@ -32,6 +32,9 @@ CASES = {
     "maxwell-dgemm-fast-forward": ("dgemm_unroll", "gtx970", 256, {}, sampling.KEEP_HEAD),
     "kepler-sgemm-synthesized": ("sgemm_maxas_64", "k40", 512, {"sm_count": 2}, 8),
     "hopper-warm-l2": ("sgemm_maxas_64", "h100", 256, {"memory.l2.initial": "warm"}, sampling.KEEP_HEAD),
+    # a fast-forward moves warps that wait at a barrier to where the record before them is another
+    # instruction than the barrier (the loop's iterations differ): the release reads that record
+    "hopper-moved-at-barrier": ("naiveMatMatMul", "h100", 512, {"memory.l2.initial": "warm"}, sampling.KEEP_HEAD),
     "hopper-stores-dirty-limit": ("copy_float4", "h100", 512, {"memory.l2.dirty_limit_bytes": 65536}, sampling.KEEP_HEAD),
     "maxwell-head-too-short": ("sgemm_maxas_64", "gtx970", 256, {}, 3),
 }

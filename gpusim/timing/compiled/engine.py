@@ -39,8 +39,8 @@ CONFIG = np.dtype([("control_mode", "?"), ("dual", "i8"), ("policy", "i8"), ("tw
                    ("unified_stage", "?"),
                    # sampled mode (compiled/sampled.py): the SMs' own CTA queues, residences, stored rows
                    # and made-up loop iterations; the arrays' room one cycle step may need for those
-                   ("sampled", "?"), ("sector_shift", "i8"), ("room_records", "i8"), ("room_rows", "i8"),
-                   ("room_sectors", "i8"), ("room_strides", "i8")])
+                   ("sampled", "?"), ("sector_shift", "i8"), ("loop_branch", "i8"), ("room_records", "i8"),
+                   ("room_rows", "i8"), ("room_sectors", "i8"), ("room_strides", "i8")])
 MEMORY = np.dtype([("sector_bytes", "i8"), ("l2_latency", "f8"), ("l2_bpc", "f8"), ("write_cost", "f8"),
                    ("line_sectors", "f8"), ("sectors_per_line", "i8"), ("dram_bpc", "f8"), ("dram_latency", "f8"),
                    ("l1_latency", "f8"), ("caches_loads", "?"), ("miss_limit", "i8"), ("reach", "i8"),
@@ -50,7 +50,7 @@ MEMORY = np.dtype([("sector_bytes", "i8"), ("l2_latency", "f8"), ("l2_bpc", "f8"
                    ("dram_fraction", "f8"), ("dram_credit", "f8")])
 WARP = np.dtype([("gid", "i8"), ("cta", "i8"), ("sp", "i8"), ("pos", "i8"), ("end", "i8"), ("more", "?"),
                  ("ready_at", "f8"), ("reason", "i8"), ("since", "f8"), ("done", "?"), ("at_barrier", "?"),
-                 ("age", "i8"), ("bar_pc", "i8"),
+                 ("age", "i8"),
                  # sampled mode (compiled/loops.py): the sampler's position minus `pos`; where the warp
                  # reaches left-out loop iterations, where a made-up one ends and where it goes on
                  ("shift", "i8"), ("gap_at", "i8"), ("jump_at", "i8"), ("jump_to", "i8")])
@@ -151,7 +151,8 @@ def build(gpu, occ, ctas, arrays: dict, primed: int | None = None, sampled: dict
             cfg.sm.shared_memory.latency_cycles, cfg.sm.mio_register_read_cycles, cfg.sm.lsu_register_read_cycles,
             cfg.memory.constant_latency_cycles, sched.branch_latency_cycles, cfg.watchdog_cycles, SM.QUANTUM, n_sp,
             gpu.warps_per_cta, occ.ctas_per_sm, gpu.cta_launch_cycles, cfg.memory.l1.unified_data_stage,
-            sampled is not None, gpu._sector_shift, *room)
+            sampled is not None, gpu._sector_shift, -1 if gpu.trace.elision is None else gpu.trace.elision.branch,
+            *room)
     # the memory path's parameters, derived as the object model derives them (and a warm L2 as it fills it)
     if sampled is None:
         memory = MemorySystem(cfg, cfg.clock_mhz)

@@ -447,7 +447,7 @@ def execute(st, sm, sp, w, pc, now):
             st.rr_t[w, d] = done
             st.rr_r[w, d] = reason
     if kind == BAR:
-        arrive(st, sm, w, pc, now)
+        arrive(st, sm, w, now)
         return False
     if wr.more:
         if wr.end - pos < LOOKAHEAD:
@@ -568,10 +568,9 @@ def operands_ready(st, w, pc, t, now):
 
 # ---- barriers and exit -----------------------------------------------------------------------------
 @njit
-def arrive(st, sm, w, pc, now):
-    """`SM._arrive` at barrier instruction `pc`."""
+def arrive(st, sm, w, now):
+    """`SM._arrive`."""
     wr = st.w[w]
-    wr.bar_pc = pc
     wr.at_barrier = True
     wr.reason = BARRIER_R
     wr.ready_at = now + 1
@@ -592,7 +591,7 @@ def maybe_release(st, sm, slot, now):
                 xr.at_barrier = False
                 st.sp[xr.sp].dirty = True
                 st.sm[sm].changed = True
-                pc = xr.bar_pc  # (the object model's `x.pcs[x.pos - 1]`)
+                pc = prev_pc(st, xr)
                 cycles = now + 1 - xr.since
                 if cycles > 0:
                     st.stalls[sm, BARRIER_R, pc] += cycles
@@ -602,6 +601,17 @@ def maybe_release(st, sm, slot, now):
                     xr.ready_at, xr.reason = operands_ready(st, x, nxt, t, now)
                 else:
                     xr.ready_at, xr.reason = t, WAIT
+
+
+@njit
+def prev_pc(st, wr):
+    """The instruction of the record before the warp's position in its stream (`x.pcs[x.pos - 1]`:
+    the barrier it waits at, or where the sampler moved it to): the record before it in the arrays,
+    except at the first record of a made-up loop iteration (sampled mode), which follows a back
+    edge, the loop's branch."""
+    if wr.jump_at >= 0 and wr.pos == wr.jump_at - st.lp[wr.gid].length:
+        return st.cfg[0].loop_branch
+    return st.pcs[wr.pos - 1]
 
 
 @njit

@@ -65,6 +65,34 @@ def test_sampled_mode_compiled_engine_replays_the_object_model(case, monkeypatch
     assert not differ, f"the engines disagree on {sorted(differ)}"
 
 
+def test_arrays_grown_between_steps_replay_the_object_model(monkeypatch):
+    """Made-up iterations fill the record arrays, which grow between cycle steps (the engine stops,
+    sm.NEED_ROOM, and goes on): arrays grown to just what a step needs stop it again and again,
+    with the same results."""
+    from gpusim.timing.compiled import sampled as compiled_sampled
+
+    monkeypatch.setattr(sampling, "KEEP_HEAD", 8)
+    monkeypatch.setattr(sampling, "KEEP_TAIL", 8)
+    monkeypatch.setattr(compiled_sampled, "GROWTH", 1.0)
+    stops = []
+    simulate = compiled_sampled.SampledRun.simulate
+
+    def counted(run):
+        out = simulate(run)
+        stops.append(run.stops)
+        return out
+
+    monkeypatch.setattr(compiled_sampled.SampledRun, "simulate", counted)
+    cfg = apply_overrides(load_gpu("gtx970"), {"sm_count": 2})
+    wl = find_workload("sgemm_maxas_64")
+    emu, _ = emulate(wl, cfg.arch, 512, ctas=sampled_ctas(wl, 512, cfg))
+    compiled = _timed(emu, wl, cfg, 512, "compiled")
+    objects = _timed(emu, wl, cfg, 512, "objects")
+    assert stops and stops[0] > 10 and compiled["sampling"]["synthesized_iterations"] > 10
+    differ = {k: (compiled[k], objects[k]) for k in objects if compiled[k] != objects[k]}
+    assert not differ, f"the engines disagree on {sorted(differ)}"
+
+
 def test_the_cases_reach_what_they_cover(monkeypatch):
     """The cases above do what they are there for: fast-forwards, made-up iterations, CTAs beyond
     the simulated ones."""

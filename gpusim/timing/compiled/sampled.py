@@ -28,6 +28,7 @@ from gpusim.timing.mem.l2 import memory_counters
 from gpusim.timing.sampling import LoopState, Sampler, loop_branch
 
 RECORD_KEYS = ("pcs", "mem_rows", "regc", "wavef", "glines")
+GROWTH = 2.0  # arrays that run short grow to this many times what they must hold (tests use 1: many stops)
 
 
 class EngineSampler(Sampler):
@@ -94,6 +95,7 @@ class SampledRun:
             queues=queues, memory=memory, loops=loops, used=used, room=self.room,
             next_check=[s.next_check for s in self.samplers]))
         self.out = np.zeros((len(self.st.w), 6))
+        self.stops = 0  # NEED_ROOM stops
         self._grow(self.room)
 
     def make_room(self, iterations: int) -> None:
@@ -102,22 +104,23 @@ class SampledRun:
         self._grow((self.room[0] + k, self.room[1] + k, self.room[2] + 32 * k, self.room[3] + k))
 
     def _grow(self, room) -> None:
-        """Arrays with at least `room` (records, rows, sectors, strides) free: twice as large as needed."""
+        """Arrays with at least `room` (records, rows, sectors, strides) free: `GROWTH` times as large as
+        needed."""
         st, g = self.st, self.st.glob
         n_rec, n_rows, n_sec, n_str = (int(g[i]) for i in (P.G_NREC, P.G_NROWS, P.G_NSEC, P.G_NSTR))
         grown = {}
         if len(st.pcs) - n_rec < room[0]:
-            size = 2 * (n_rec + room[0])
+            size = int(GROWTH * (n_rec + room[0]))
             for k in RECORD_KEYS:
                 grown[k] = _resized(getattr(st, k), size, n_rec)
         if len(st.sector_start) - 1 - n_rows < room[1]:
-            size = 2 * (n_rows + room[1])
+            size = int(GROWTH * (n_rows + room[1]))
             grown["sector_start"] = _resized(st.sector_start, size + 1, n_rows + 1)
             grown["row_stored"] = _resized(st.row_stored, size, n_rows)
         if len(st.sector_list) - n_sec < room[2]:
-            grown["sector_list"] = _resized(st.sector_list, 2 * (n_sec + room[2]), n_sec)
+            grown["sector_list"] = _resized(st.sector_list, int(GROWTH * (n_sec + room[2])), n_sec)
         if len(st.str_row) - n_str < room[3]:
-            size = 2 * (n_str + room[3])
+            size = int(GROWTH * (n_str + room[3]))
             for k in ("str_off", "str_row", "str_stride"):
                 grown[k] = _resized(getattr(st, k), size, n_str)
         if grown:
@@ -133,6 +136,7 @@ class SampledRun:
                 self.st.sm[m]["next_check"] = s.next_check
                 self.st.sm[m]["extrapolated"] = s.extrapolated_cycles
             elif status == C.NEED_ROOM:
+                self.stops += 1
                 self._grow(self.room)
             else:
                 return status, m

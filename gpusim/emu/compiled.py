@@ -131,6 +131,24 @@ def gather(words, q, offset, k, R, first, start):
     return True
 
 
+@njit(cache=True, nogil=True)
+def scatter(words, q, offset, k, R, first, start):
+    """A store of k-word units (fastmem.make_store): words[(q[i] + offset) * k + j] = R[first + j,
+    start + i] for each lane i in order (where two lanes store to one unit the later one's value
+    stays, as numpy's assignment leaves it). False (nothing written) where a unit is outside `words`."""
+    n = len(q)
+    units = len(words) // k
+    for i in range(n):
+        u = np.int64(q[i]) + offset
+        if u < 0 or u >= units:
+            return False
+    for i in range(n):
+        base = (np.int64(q[i]) + offset) * k
+        for j in range(k):
+            words[base + j] = R[first + j, start + i]
+    return True
+
+
 # ---- straight-line runs of FFMA, DFMA and shared loads (emulator._run_batch's blocks) ----------------
 BLOCK_FFMA, BLOCK_DFMA, BLOCK_LDS = 1, 2, 3  # kinds of `block` (0: none)
 _ffma, _dfma = ffma, dfma  # (what `block` calls, whatever a test puts in place of the module's names)

@@ -113,6 +113,10 @@ def make_store(ins, generic, emu):
         if found is None:
             return generic(ex)
         words, q, offset = found
+        # one compiled loop, lane by lane (q is in bounds: checked; where the loop finds it is not, it
+        # writes nothing and numpy's assignment below reports it)
+        if compiled.scatter(words, q, offset, last + 1 - first, st.R, first, ex.sel.start):
+            return
         units, q = access_units(words, nbytes), _unit_index(q, offset)
         if first == last:
             units[q] = st.R[first, ex.sel]

@@ -265,7 +265,9 @@ class GPU:
         their CTAs (all of them up to three waves, else two); they are simulated with the real
         refill dynamics, and the SMs see G / busy SMs of the L2/DRAM bandwidth. If an SM has more
         CTAs, the rest are extrapolated at its steady CTA throughput (`_cycles_per_cta`). The
-        kernel ends with the last of the simulated SMs."""
+        kernel ends with the last of the simulated SMs. The SMs run on the compiled engine
+        (compiled/sampled.py, the same results) unless `engine` is "objects" or a timeline is
+        recorded."""
         cfg = self.cfg
         total = self._grid_ctas()
         active = min(cfg.sm_count, total)

@@ -435,7 +435,8 @@ class Emulator:
             return 0
         written = self._block_written.get((pc, ran))
         if written is None:
-            written = self._block_written[pc, ran] = frozenset(r for p in range(pc, pc + ran) for r in self.block_rows[p])
+            rows = self.block_rows
+            written = self._block_written[pc, ran] = frozenset(r for p in range(pc, pc + ran) for r in rows[p])
         st.forget_rows(written)
         if self.record:
             log = self.log

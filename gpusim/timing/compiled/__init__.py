@@ -32,7 +32,8 @@ from numba.core import config as _numba_config
 # quantum) and numba's version. Set before the modules below are imported: numba picks the folder
 # when a function is decorated.
 _TIMING = Path(__file__).resolve().parent.parent
-_SOURCES = sorted(p for p in (_TIMING / "compiled").glob("*.py") if p.name not in ("stream.py", "sampled.py"))  # (Python)
+_PYTHON = ("stream.py", "sampled.py")  # (plain Python: nothing of theirs is compiled)
+_SOURCES = sorted(p for p in (_TIMING / "compiled").glob("*.py") if p.name not in _PYTHON)
 _SOURCES += [_TIMING / "static.py", _TIMING / "stalls.py", _TIMING / "sm.py", _TIMING / "sampling.py"]
 
 

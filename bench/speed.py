@@ -1,6 +1,6 @@
 """Speed and memory of the two timing modes, per workload, card and size (issue 16's table).
 
-For the DGEMM family on the GTX 970 and the two SGEMMs on the H100: warp-instructions, wall time
+For the DGEMM family on the GTX 970 and the H100 and the two SGEMMs on the H100: warp-instructions, wall time
 end to end (emulation and the output check included: what a user waits for), the rate, peak
 memory (the process's maximum resident set), and the wall seconds of each stage:
 - detailed mode (streamed, `gpusim/timing/compiled/stream.py`): emulate, trace (building records from
@@ -30,7 +30,8 @@ from pathlib import Path
 RESULTS = Path(__file__).parent / "results" / "speed.json"
 DGEMMS = ["dgemm_unroll", "dgemm_unroll_128b", "dgemm_unroll_128b_prefsmem", "dgemm_unroll_db",
           "dgemm_unroll_db_128b", "dgemm_unroll_db_128b_prefsmem"]
-CASES = [(w, "gtx970") for w in DGEMMS] + [("sgemm_maxas_64", "h100"), ("sgemm_maxas_128", "h100")]
+CASES = [(w, "gtx970") for w in DGEMMS] + [("sgemm_maxas_64", "h100"), ("sgemm_maxas_128", "h100")] + \
+    [(w, "h100") for w in DGEMMS]
 
 
 def _peak_mb() -> float:

@@ -134,14 +134,20 @@ def test_dgemm_emulation_is_identical_with_and_without_the_fast_path(monkeypatch
     from gpusim.workloads import find_workload
 
     taken = []
-    loop = compiled.dfma
+    loop, block = compiled.dfma, compiled.block
 
     def counted(*args):
         r = loop(*args)
         taken.append(r)
         return r
 
+    def counted_block(R, F, kinds, args, pc, k, *rest):  # (DFMAs run in a straight-line run, compiled.block)
+        r = block(R, F, kinds, args, pc, k, *rest)
+        taken.extend([True] * int(np.count_nonzero(kinds[pc:pc + r] == compiled.BLOCK_DFMA)))
+        return r
+
     monkeypatch.setattr(compiled, "dfma", counted)
+    monkeypatch.setattr(compiled, "block", counted_block)
     wl = find_workload("dgemm_unroll_db_128b")
     fast_emu, _ = emulate(wl, "sm_90", 128)
     assert sum(taken) > 0.9 * len(taken) > 0  # the fast path ran (not only its fallback)

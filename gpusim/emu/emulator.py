@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpusim.emu import ops
+from gpusim.emu import compiled, ops
 from gpusim.emu.control import CONTROL_OPCODES
 from gpusim.emu.fast import specialise
 from gpusim.emu.memory import LOCAL_TOP, SHARED_WINDOW_HI, GlobalMemory, LocalMemory, MemoryFault, SharedMemory
@@ -179,6 +179,33 @@ class Emulator:
         self.control = [ins.opcode in CONTROL_OPCODES or (self.arch_family < 50 and "S" in ins.modifiers)
                         for ins in program.instructions]
         self.sanitizer = RegisterSanitizer(self)  # reads of never-written registers raise
+        self._blocks()
+
+    def _blocks(self) -> None:
+        """What `compiled.block` runs: per instruction its kind (FFMA, DFMA, a shared load [Rx + imm];
+        0 for others), operands and the rows it writes, as their fast paths give them; how many
+        instructions from each on have a kind (a straight-line run)."""
+        n = len(self.program)
+        self.block_kind = np.zeros(n, dtype=np.int64)
+        self.block_args = np.zeros((n, 5), dtype=np.int64)
+        self.block_rows: list[tuple] = [()] * n
+        for pc, ins in enumerate(self.program.instructions):
+            spec = getattr(self.all_lanes[pc] or self.handlers[pc], "block", None)
+            if spec is None or ins.guard is not None or self.uniform[pc] or self.control[pc]:
+                continue
+            kind, args, rows = spec
+            self.block_kind[pc] = kind
+            self.block_args[pc, :len(args)] = args
+            self.block_rows[pc] = rows
+        self.block_run = [0] * (n + 1)
+        for pc in range(n - 1, -1, -1):
+            self.block_run[pc] = self.block_run[pc + 1] + 1 if self.block_kind[pc] else 0
+        loads = self.block_kind == compiled.BLOCK_LDS
+        self.block_loads = np.r_[0, np.cumsum(loads)].tolist()  # loads before each pc
+        self.block_load_pcs = np.flatnonzero(loads).tolist()
+        self.block_load_bytes = self.block_args[:, 0].tolist()
+        self._block_written: dict[tuple[int, int], frozenset] = {}  # (pc, instructions) -> rows they write
+        self._smem_rows = (self.lane_cta * self.shared.words.shape[1]).astype(np.int64)  # each lane's first word
 
     # ---- launch state ------------------------------------------------------------------------
     # Constant bank 0 layout per architecture family: (block dims, grid dims, stack pointer) offsets.
@@ -307,16 +334,66 @@ class Emulator:
 
     def _run_batch(self, pc: int, batch: "Batch", horizon: int) -> None:
         """Run `batch` from `pc` until a control-flow instruction or until it reaches `horizon`.
-        The batch's entries in self.pc are written when it stops (and before control flow)."""
+        The batch's entries in self.pc are written when it stops (and before control flow).
+
+        A batch of every lane of every warp runs the instructions that have an all-lanes function
+        (`all_lanes`: the GEMMs' FFMA/DFMA and integer steps) without `_step`: the same logging,
+        counting, sanitizer checks and function, in the same order, with what they read per step
+        (the log's lists, the batch's arrays) looked up once per batch."""
         n = len(self.program)
         start = self.steps
+        fast = self.all_lanes if batch.everything else None
+        if fast is not None:
+            wids, mask, sel = batch.wids, batch.mask, batch.sel
+            nw = len(wids)
+            san = self.sanitizer
+            clean, before, after = san.clean, san.before, san.after
+            record = self.record
+            step_bytes, budget = _STEP_BYTES + 16 * nw, self.trace_budget
+            if record:
+                log = self.log
+                packed = batch.packed_mask
+                log_pcs, log_warps, log_masks, log_exec = (log.pcs.append, log.warps.append, log.masks.append,
+                                                           log.exec_masks.append)
+            block_run = self.block_run
+            after_block = -1  # an instruction a block stopped at runs the ordinary way
         while True:
             if pc >= n:
                 raise EmulationError(f"warp {int(batch.wids[0])} ran past the end of the program",
                                      self.program.kernel)
+            if fast is not None and block_run[pc] and pc != after_block:
+                k = min(block_run[pc], horizon - pc)
+                ran = self._block(pc, k, batch, step_bytes) if k > 1 else 0
+                if ran:
+                    pc += ran
+                    if ran < k:
+                        after_block = pc
+                    if pc < horizon:
+                        continue
+                    self.pc[batch.warps] = pc
+                    break
             if self.control[pc]:
                 self.pc[batch.warps] = pc
-            jumped = self._step(pc, batch)
+            run = fast[pc] if fast is not None else None
+            if run is not None:  # `_step`'s all-lanes branch
+                if record:  # (`_record_step`)
+                    self.log_bytes += step_bytes
+                    if self.log_bytes > budget:
+                        self._over_trace_budget(pc, batch)
+                    log_pcs(pc)
+                    log_warps(wids)
+                    log_masks(packed)
+                    log_exec(packed)
+                self.warp_instructions += nw
+                if clean[pc]:
+                    run()
+                else:
+                    before(pc, sel, mask, wids)
+                    run()
+                    after(pc, sel, mask)
+                jumped = False
+            else:
+                jumped = self._step(pc, batch)
             self.steps += 1
             self.clock += 1
             if self.steps > self.step_limit:
@@ -327,11 +404,60 @@ class Emulator:
                 if pc < horizon:
                     continue
                 self.pc[batch.warps] = pc
-            self.warp_steps[batch.warps] += self.steps - start
-            if self.steps >= self._next_watch:
-                self._next_watch = self.steps + WATCH_EVERY
-                self._watch()
-            return
+            break
+        self.warp_steps[batch.warps] += self.steps - start
+        if self.steps >= self._next_watch:
+            self._next_watch = self.steps + WATCH_EVERY
+            self._watch()
+
+    def _block(self, pc: int, k: int, batch: "Batch", step_bytes: int) -> int:
+        """Instructions pc .. pc + k - 1 (each with a `block_kind`) for a batch of every lane, in one
+        compiled call (`compiled.block`), logged and counted as `_step` logs and counts them; how many
+        ran (0: none, the batch goes on step by step). Only instructions the sanitizer has nothing
+        left to check for, and only while the step limit and the trace budget cannot be reached."""
+        clean = self.sanitizer.clean
+        run = clean[pc:pc + k]
+        if not run[-1]:
+            k = run.index(False)
+            if k < 2:
+                return 0
+        loads = self.block_loads[pc + k] - self.block_loads[pc]
+        lanes = len(batch.mask)
+        if self.steps + k > self.step_limit or \
+                (self.record and self.log_bytes + k * step_bytes + loads * (4 * lanes + 200) > self.trace_budget):
+            return 0
+        st = self.state
+        addr = np.empty((max(loads, 1), lanes), dtype=np.uint32)
+        t, out = st.scratch(lanes)
+        ran = compiled.block(st.R, st.R.view(np.float32), self.block_kind, self.block_args, pc, k, t, out,
+                             self.shared.flat_words, self._smem_rows, self.shared.size, addr, self.record)
+        if not ran:
+            return 0
+        written = self._block_written.get((pc, ran))
+        if written is None:
+            rows = self.block_rows
+            written = self._block_written[pc, ran] = frozenset(r for p in range(pc, pc + ran) for r in rows[p])
+        st.forget_rows(written)
+        if self.record:
+            log = self.log
+            at = len(log.pcs)
+            log.pcs.extend(range(pc, pc + ran))
+            log.warps.extend([batch.wids] * ran)
+            packed = batch.packed_mask
+            log.masks.extend([packed] * ran)
+            log.exec_masks.extend([packed] * ran)
+            self.log_bytes += ran * step_bytes
+            first, last = self.block_loads[pc], self.block_loads[pc + ran]
+            if last > first:
+                rows = addr.reshape(len(addr), -1, 32)
+                nbytes, mem = self.block_load_bytes, log.mem
+                for i, p in enumerate(self.block_load_pcs[first:last]):
+                    mem[at + p - pc] = (rows[i], nbytes[p])
+                self.log_bytes += (last - first) * (4 * lanes + 200)
+        self.warp_instructions += ran * len(batch.wids)
+        self.steps += ran
+        self.clock += ran
+        return ran
 
     # ---- watchdogs -------------------------------------------------------------------------------------
     def _watch(self) -> None:

@@ -167,6 +167,7 @@ def _ffma(ins, generic, emu):
         else:
             some_lanes(ex.sel)
 
+    all_lanes.block = (compiled.BLOCK_FFMA, (ra, rb, rc, rd), (rd,))  # (kind, operands, rows written)
     return ffma, all_lanes
 
 

@@ -106,4 +106,5 @@ def make_dfma(ins, generic, emu):
             return
         generic(Exec(emu, ins, np.arange(st.n_warps), slice(0, lanes), np.ones(lanes, bool), False, True))
 
+    all_lanes.block = (compiled.BLOCK_DFMA, (ra, rb, rc, rd), (rd, rd + 1))  # (kind, operands, rows written)
     return dfma, all_lanes

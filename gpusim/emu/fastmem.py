@@ -91,6 +91,11 @@ def make_load(ins, generic, emu):
         if not compiled.gather(words, q, offset, k, st.R, first, ex.sel.start):
             return generic(ex)
 
+    m = _mem_operand(ins)
+    if ins.opcode in SHARED_OPCODES and m.reg is not None and m.width == 32 and (m.ureg is None or m.ureg == URZ):
+        # a shared load [Rx + imm]: compiled.block runs it among FFMAs and DFMAs (kind, operands, rows written)
+        load.block = (compiled.BLOCK_LDS, (nbytes, first, last, st.row(m.reg), int(m.value or 0)),
+                      tuple(range(first, last + 1)))
     return load
 
 
@@ -108,6 +113,10 @@ def make_store(ins, generic, emu):
         if found is None:
             return generic(ex)
         words, q, offset = found
+        # one compiled loop, lane by lane (q is in bounds: checked; where the loop finds it is not, it
+        # writes nothing and numpy's assignment below reports it)
+        if compiled.scatter(words, q, offset, last + 1 - first, st.R, first, ex.sel.start):
+            return
         units, q = access_units(words, nbytes), _unit_index(q, offset)
         if first == last:
             units[q] = st.R[first, ex.sel]

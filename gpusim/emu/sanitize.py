@@ -56,6 +56,10 @@ class RegisterSanitizer:
         self.reads = rows
         self.writes = [[st.row(r) for r in _writes(ins) if r < st.n_regs] for ins in emu.program.instructions]
         self.uniform = emu.uniform
+        # per instruction: whether `before` and `after` have nothing left to do for it (every row it
+        # reads or writes is written by every lane still running, or it is uniform); rows never
+        # become unwritten, so once true it stays true
+        self.clean = [False] * len(self.reads)
 
     def before(self, pc: int, sel, active: np.ndarray, wids) -> None:
         """Check the registers instruction `pc` reads for the executing lanes `active` of `sel`."""
@@ -71,7 +75,8 @@ class RegisterSanitizer:
     def after(self, pc: int, sel, active: np.ndarray) -> None:
         """Record the registers instruction `pc` wrote for lanes `active`."""
         rows = self.writes[pc]
-        if not rows or self.uniform[pc]:
+        if self.uniform[pc]:
+            self.clean[pc] = True
             return
         exited = None
         for r in rows:
@@ -84,6 +89,8 @@ class RegisterSanitizer:
             if exited is None:
                 exited = self.emu.exited.reshape(-1)
             self.done_rows[r] = bool((self.written[r] | exited).all())
+        done = self.done_rows
+        self.clean[pc] = all(done[r] for r in self.reads[pc]) and all(done[r] for r in rows)
 
     def _report(self, pc: int, row: int, sel, bad: np.ndarray, wids) -> None:
         emu = self.emu

@@ -76,6 +76,15 @@ class WarpState:
         if self._derived:
             self._derived.pop(row, None)
 
+    def forget_rows(self, rows: frozenset) -> None:
+        """`forget` each of `rows` (those with something derived from them)."""
+        if self._f64:
+            for r in self._f64.keys() & rows:
+                del self._f64[r]
+        if self._derived:
+            for r in self._derived.keys() & rows:
+                del self._derived[r]
+
     def scratch_bits(self, n: int) -> np.ndarray:
         """A uint64 work array of n elements, reused (contents undefined)."""
         bufs = self._scratch.get(("bits", n))

@@ -24,8 +24,8 @@ _MASK64 = (1 << 64) - 1
 class GPU:
     cta_launch_cycles = 0  # CTA launch overhead is not modelled
     sampler_options: dict = {}  # keyword arguments for sampled mode's Sampler (benchmarks vary them)
-    # detailed mode without a timeline runs on the compiled engine (gpusim/timing/compiled), the same
-    # model to the last bit; "objects" runs the object model (sm.py, mem/) it mirrors
+    # detailed and sampled mode without a timeline run on the compiled engine (gpusim/timing/compiled),
+    # the same model to the last bit; "objects" runs the object model (sm.py, mem/) it mirrors
     engine = "compiled"
 
     def __init__(self, program, trace, cfg, honour_control_codes: bool | None = None, window=None,
@@ -57,6 +57,7 @@ class GPU:
         self._warp_start = trace.warp_offsets(int(trace.warp_ids[-1]) + 2 if len(rec) else 1)
         self._mem_exec = mem_exec_masks(trace)
         self._sector_start = self._sector_list = None  # see sectors()
+        self._executed_counts = self._weights = None  # see _executed(), _record_weights()
         self._sector_shift = int(np.log2(l1.sector_bytes))
         self.cta_queue: list[int] = []
         self.own_queues: dict[int, list[int]] | None = None  # sampled mode: per simulated SM
@@ -143,20 +144,29 @@ class GPU:
         return len(distinct_sectors(np.where(self._exec_lanes(rows), self.trace.addresses[rows], np.uint64(0)), shift))
 
     def _executed(self) -> np.ndarray:
-        """Warp instructions executed per instruction index (the trace's, plus any it left out)."""
-        executed = np.bincount(self.trace.records["pc_index"], minlength=len(self.program))
-        el = self.trace.elision
-        return executed if el is None else executed + el.pc_counts
+        """Warp instructions executed per instruction index (the trace's, plus any it left out;
+        worked out once, read only)."""
+        if self._executed_counts is None:
+            executed = np.bincount(self.trace.records["pc_index"], minlength=len(self.program))
+            el = self.trace.elision
+            self._executed_counts = executed if el is None else executed + el.pc_counts
+            self._executed_counts.setflags(write=False)
+        return self._executed_counts
 
-    def _record_weights(self, executed) -> np.ndarray:
+    def _record_weights(self) -> np.ndarray:
         """Per trace record: how many executed instructions it stands for. 1 for a full trace; with
         left-out loop iterations, a record of instruction i stands for executed[i] / recorded[i] (the
-        left-out executions are assumed to cost what the recorded ones of the same instruction cost)."""
-        pcs = self.trace.records["pc_index"]
-        if self.trace.elision is None:
-            return np.ones(len(pcs))
-        recorded = np.bincount(pcs, minlength=len(self.program))
-        return (executed / np.maximum(recorded, 1))[pcs]
+        left-out executions are assumed to cost what the recorded ones of the same instruction cost).
+        Worked out once, read only."""
+        if self._weights is None:
+            pcs = self.trace.records["pc_index"]
+            if self.trace.elision is None:
+                self._weights = np.ones(len(pcs))
+            else:
+                recorded = np.bincount(pcs, minlength=len(self.program))
+                self._weights = (self._executed() / np.maximum(recorded, 1))[pcs]
+            self._weights.setflags(write=False)
+        return self._weights
 
     def _ctas_of_sm(self, index: int) -> int:
         """How many CTAs SM `index` runs when the dispatcher hands them out round robin."""
@@ -255,7 +265,9 @@ class GPU:
         their CTAs (all of them up to three waves, else two); they are simulated with the real
         refill dynamics, and the SMs see G / busy SMs of the L2/DRAM bandwidth. If an SM has more
         CTAs, the rest are extrapolated at its steady CTA throughput (`_cycles_per_cta`). The
-        kernel ends with the last of the simulated SMs."""
+        kernel ends with the last of the simulated SMs. The SMs run on the compiled engine
+        (compiled/sampled.py, the same results) unless `engine` is "objects" or a timeline is
+        recorded."""
         cfg = self.cfg
         total = self._grid_ctas()
         active = min(cfg.sm_count, total)
@@ -266,7 +278,12 @@ class GPU:
         # a warm L2 holds the share of the grid's inputs that fits in it: the simulated SMs find that
         # share of their own sectors there
         self._warm(memory, min(1.0, memory.l2.capacity * memory.sector_bytes / max(1, self.footprint_bytes or 1)))
-        sms = self._simulate([SM(j, self, L1(cfg, memory)) for j in range(g)], ctas, occ)
+        if self.engine == "compiled" and self.window is None:
+            from gpusim.timing.compiled.sampled import run_sampled
+
+            sms, memory = run_sampled(self, occ, ctas, memory, g)
+        else:
+            sms = self._simulate([SM(j, self, L1(cfg, memory)) for j in range(g)], ctas, occ)
         ends, repeats = [], []
         floor = max(self._bandwidth_floor(memory, sms), self._stage_floor(len(ctas)))
         for sm in sms:
@@ -336,7 +353,7 @@ class GPU:
         102 k cycles for 131 k wavefronts per SM, 26% short of detailed mode (137.6 k)."""
         if n_traced < 1:
             return 0.0
-        weight = self._record_weights(self._executed())
+        weight = self._record_weights()
         kinds = self._record_kinds
         smem = kinds == SMEM
         glob = (kinds == GLOAD) | (kinds == GSTORE)
@@ -362,7 +379,7 @@ class GPU:
         for): executions per instruction, shared accesses, their wavefronts and bank conflicts,
         register-bank conflict cycles, reuse-cache hits, global load instructions."""
         executed = self._executed()
-        weight = self._record_weights(executed)
+        weight = self._record_weights()
         smem, gl = self._record_kinds == SMEM, self._record_kinds == GLOAD
         return {"executed": executed, "smem_accesses": float(weight[smem].sum()),
                 "smem_wavefronts": float((self.cols["smem_wavefronts"] * weight)[smem].sum()),

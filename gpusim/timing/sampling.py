@@ -125,15 +125,25 @@ class Sampler:
             return i - 1 + (v - b[i - 1]) / (b[i] - b[i - 1]) + st.consumed
         return float(i + st.consumed)
 
+    # ---- what the check reads and moves (the compiled engine's sampler reads and moves arrays) ------
+    def positions(self, sm) -> tuple[list, dict, dict, dict]:
+        """The SM's resident warps (each with `gid` and `cta`), in launch order; per warp id its
+        completed iterations, its progress and its loop's iterations in all."""
+        warps = [w for w in sm.warps if not w.done]
+        return (warps, {w.gid: self.iterations(w) for w in warps}, {w.gid: self.progress(w) for w in warps},
+                {w.gid: self.loop(w).total() for w in warps})
+
+    def move_all(self, sm, moves) -> int:
+        """`_move` each (warp, iterations done, iterations to move); the instructions passed over."""
+        return sum(self._move(w, i, n) for w, i, n in moves)
+
     # ---- the check, called by the SM between steps ----------------------------------------------
     def check(self, sm, now: float) -> None:
         self.next_check = now + self.window
-        warps = [w for w in sm.warps if not w.done]
-        its = {w.gid: self.iterations(w) for w in warps}
-        in_loop = warps and all(1 <= its[w.gid] < self.loop(w).total() - self.margin for w in warps)
-        prog = {w.gid: self.progress(w) for w in warps}
+        warps, its, prog, totals = self.positions(sm)
+        in_loop = warps and all(1 <= its[w.gid] < totals[w.gid] - self.margin for w in warps)
         snap = self.snapshot
-        self.snapshot = (now, prog, [row[:] for row in sm.stalls.rows])
+        self.snapshot = (now, prog, _copy_rows(sm.stalls.rows))
         if not in_loop or snap is None or set(snap[1]) != set(its) or now <= snap[0]:
             self.rates, self.marks = [], [self.snapshot]
             return
@@ -158,7 +168,7 @@ class Sampler:
         spread, span = self._spread()
         if spread > self.tolerance:
             return
-        self._fast_forward(sm, warps, its, now, now - t0, rows0, spread, span)
+        self._fast_forward(sm, warps, its, totals, now, now - t0, rows0, spread, span)
 
     def _spread(self) -> tuple[float, int]:
         """(relative spread of the last `converge` window rates, the windows the extrapolated rate is
@@ -187,14 +197,15 @@ class Sampler:
             per_cta.setdefault(w.cta, []).append((prog_now[w.gid] - prog_then[w.gid]) / (now - t_then))
         return {cta: float(np.mean(r)) for cta, r in per_cta.items()}
 
-    def _fast_forward(self, sm, warps, its, now: float, window: float, rows0, spread: float, windows: int) -> None:
+    def _fast_forward(self, sm, warps, its, totals, now: float, window: float, rows0, spread: float,
+                      windows: int) -> None:
         """Move the clock on by `span` cycles, the time the first CTA needs to get `margin`
         iterations short of its loop exit, and every CTA by the whole iterations it completes in
         that time at its own rate."""
         rates = self._cta_rates(warps, now, windows)
         room: dict = {}
         for w in warps:
-            r = self.loop(w).total() - self.margin - its[w.gid] - 1
+            r = totals[w.gid] - self.margin - its[w.gid] - 1
             room[w.cta] = min(room.get(w.cta, r), r)
         if min(rates.values()) < 0 or max(rates.values()) <= 0:
             return
@@ -202,16 +213,9 @@ class Sampler:
         moves = {c: min(room[c], round(r * span)) for c, r in rates.items()}
         if max(moves.values()) < 1:
             return
-        skipped = 0
-        for w in warps:
-            if moves[w.cta] > 0:
-                skipped += self._move(w, its[w.gid], moves[w.cta])
+        skipped = self.move_all(sm, [(w, its[w.gid], moves[w.cta]) for w in warps if moves[w.cta] > 0])
         # stall cycles: the last window's, scaled to the skipped cycles
-        scale = span / window
-        for row, row0 in zip(sm.stalls.rows, rows0):
-            for pc, (v, v0) in enumerate(zip(row, row0)):
-                if v != v0:
-                    row[pc] += (v - v0) * scale
+        _scale_rows(sm.stalls.rows, rows0, span / window)
         sm.issued += skipped
         self.extrapolated_cycles += span
         self.extrapolated_instructions += skipped
@@ -304,3 +308,21 @@ class Sampler:
         if total_cycles <= 0:
             return 0.0
         return float(sum(span * spread for span, spread in self.spreads) / total_cycles)
+
+
+def _copy_rows(rows):
+    """A copy of an SM's stall rows (lists, or the compiled engine's array)."""
+    return rows.copy() if isinstance(rows, np.ndarray) else [row[:] for row in rows]
+
+
+def _scale_rows(rows, rows0, scale: float) -> None:
+    """Each stall count that changed since `rows0` gets its change times `scale` added (the same
+    float operations on lists and on the compiled engine's array)."""
+    if isinstance(rows, np.ndarray):
+        changed = rows != rows0
+        rows[changed] += (rows[changed] - rows0[changed]) * scale
+        return
+    for row, row0 in zip(rows, rows0):
+        for pc, (v, v0) in enumerate(zip(row, row0)):
+            if v != v0:
+                row[pc] += (v - v0) * scale

@@ -32,6 +32,30 @@ def workload_listing(workload, arch: str) -> Path:
     return cached_listing(workload, arch)
 
 
+_PARSED: dict = {}  # (listing path, its mtime and size) -> Program: a run asks for it more than once
+_PARSED_MAX = 16
+
+
+def _parsed(path: Path):
+    """The Program of the listing at `path`, parsed once per process while the file is unchanged
+    (a sampled run's CTA choice and its emulation each load it: 0.1 s per parse). Programs are not
+    modified after parsing."""
+    from gpusim.isa.parser import parse_listing
+
+    try:
+        stat = path.stat()
+    except OSError:
+        return parse_listing(path)  # (the parser reports what is wrong)
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    program = _PARSED.get(key)
+    if program is None:
+        program = parse_listing(path)
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.pop(next(iter(_PARSED)))
+        _PARSED[key] = program
+    return program
+
+
 def load_program(workload, arch: str):
     """The Program of `workload` on `arch` (see workload_listing)."""
     from gpusim.isa.parser import parse_listing
@@ -47,4 +71,4 @@ def load_program(workload, arch: str):
     if not path.exists():
         raise ListingError(f"no listing for {workload.name} on {arch}; run `gpusim compile {workload.name} "
                            f"--arch {arch}` (needs the CUDA toolchain)", str(path))
-    return parse_listing(path)
+    return _parsed(path)

@@ -54,42 +54,66 @@ class Elision:
     load_sectors32: np.ndarray | None = None  # distinct 32-byte sectors read by global loads, all records
 
 
-def elide_records(program, warp: np.ndarray, pcs: np.ndarray, starts: np.ndarray, pc_counts: np.ndarray,
-                  step_pcs: np.ndarray, n_warps: int, head: int, tail: int):
-    """Which records of a trace to keep: (keep mask over the records, Elision), or (None, None) when
-    there is no main loop or nothing to leave out. `warp`, `pcs`: global warp id and instruction
-    index of each record in trace order (each warp's records together, in execution order, the
-    warps starting at `starts`); `pc_counts`: records per instruction index; `step_pcs`: the
-    emulator log's instruction index per step; `n_warps`: warps emulated.
+def elide_segments(program, step_pcs: np.ndarray, seg_warp: np.ndarray, seg_step: np.ndarray, seg_len: np.ndarray,
+                   seg_pos: np.ndarray, pc_counts: np.ndarray, n_warps: int, head: int, tail: int):
+    """Which records of a trace to leave out: (Elision, per warp in trace order the first record left
+    out and the one past the last, both trace positions; equal where none is), or None when there
+    is no main loop or nothing to leave out. The trace is given by segments, in trace order (each
+    warp's records together, in execution order): segment i is `seg_len[i]` records of global warp
+    `seg_warp[i]` at trace positions `seg_pos[i]` on, one per emulator step from step `seg_step[i]`
+    on (`step_pcs`: the log's instruction index per step); `pc_counts`: records per instruction
+    index; `n_warps`: warps emulated.
 
     An iteration ends with its back-edge record; record r of a warp belongs to iteration k = the
     number of back edges the warp executed before r (k = 0 includes the prologue, k = n the
     epilogue). Iterations head .. n - tail - 1 are left out: the records after the warp's head-th
-    back edge up to and including its (n - tail)-th, one range per warp."""
+    back edge up to and including its (n - tail)-th, one range per warp. (Back edges are counted
+    per step and per segment, so that no array as long as the whole trace is made.)"""
     branch = main_loop_branch(program, pc_counts)
     if branch is None:
-        return None, None
+        return None
+    is_back = step_pcs == branch
     # the earlier rule counted back edges in a (back-edge steps x warps) table and gave up past this
     # size; kept so that which traces are elided (and so sampled results) do not change
-    if (int(np.count_nonzero(step_pcs == branch)) + 1) * n_warps > 50_000_000:
-        return None, None
-    n = len(pcs)
-    back = np.flatnonzero(pcs == branch)  # positions of the back edges, warp by warp
-    first_edge = np.searchsorted(back, starts)  # index in `back` of each warp's first back edge
-    edges = np.diff(np.r_[first_edge, len(back)])  # back edges per warp
+    if (int(np.count_nonzero(is_back)) + 1) * n_warps > 50_000_000:
+        return None
+    back_steps = np.flatnonzero(is_back)
+    before = np.r_[0, np.cumsum(is_back)]  # back-edge steps before each step
+    seg_edges = before[seg_step + seg_len] - before[seg_step]
+    cum = np.r_[0, np.cumsum(seg_edges)]  # back edges in the trace before each segment
+    first_seg = np.flatnonzero(np.r_[True, seg_warp[1:] != seg_warp[:-1]]) if len(seg_warp) else seg_warp
+    end_seg = np.r_[first_seg[1:], len(seg_warp)]
+    edges = cum[end_seg] - cum[first_seg]  # back edges per warp
+    warp_pos = seg_pos[first_seg]
+    warp_end = seg_pos[end_seg - 1] + seg_len[end_seg - 1]
     cut = np.flatnonzero(edges - tail > head)  # warps with iterations to leave out
     if not len(cut):
-        return None, None
-    lo = starts[cut] if head == 0 else back[first_edge[cut] + head - 1] + 1  # first record left out
-    hi = back[first_edge[cut] + edges[cut] - tail - 1] + 1  # past the last one
+        return None
+
+    def position(g):
+        """Trace position of back edge number g (counted over the trace)."""
+        s = np.searchsorted(cum, g, side="right") - 1
+        return seg_pos[s] + back_steps[before[seg_step[s]] + g - cum[s]] - seg_step[s]
+
+    g0 = cum[first_seg[cut]]
+    lo = warp_pos[cut] if head == 0 else position(g0 + head - 1) + 1  # first record left out
+    hi = position(g0 + edges[cut] - tail - 1) + 1  # past the last one
     el = Elision(branch=branch, head=head, tail=tail)
-    for w, a, b, e, ws in zip(warp[starts[cut]].tolist(), lo.tolist(), hi.tolist(), edges[cut].tolist(),
-                              starts[cut].tolist()):
+    for w, a, b, e, ws in zip(seg_warp[first_seg[cut]].tolist(), lo.tolist(), hi.tolist(), edges[cut].tolist(),
+                              warp_pos[cut].tolist()):
         el.warps[int(w)] = (a - ws, e - tail - head, b - a)
-    bounds = np.c_[lo, hi].ravel()
-    keep = np.repeat(np.tile([True, False], len(cut)).tolist() + [True], np.diff(np.r_[0, bounds, n]))
-    el.pc_counts = np.bincount(pcs[~keep], minlength=len(program))
-    return keep, el
+    out_lo, out_hi = warp_end.copy(), warp_end.copy()
+    out_lo[cut], out_hi[cut] = lo, hi
+    # records left out per instruction: per step, the warps whose left-out range holds it
+    seg_lo, seg_hi = np.repeat(out_lo, end_seg - first_seg), np.repeat(out_hi, end_seg - first_seg)
+    a = np.maximum(seg_pos, seg_lo)
+    b = np.minimum(seg_pos + seg_len, seg_hi)
+    some = a < b
+    per_step = np.zeros(len(step_pcs) + 1, dtype=np.int64)
+    np.add.at(per_step, (seg_step + a - seg_pos)[some], 1)
+    np.add.at(per_step, (seg_step + b - seg_pos)[some], -1)
+    el.pc_counts = np.bincount(step_pcs, weights=np.cumsum(per_step)[:-1], minlength=len(program)).astype(np.int64)
+    return el, out_lo, out_hi
 
 
 def distinct_sectors(addresses: np.ndarray, shift: int = 5) -> np.ndarray:

@@ -55,7 +55,7 @@ from pathlib import Path
 import numpy as np
 
 from gpusim.errors import TraceFormatError
-from gpusim.trace.elide import GLOBAL_LOAD_OPCODES, distinct_sectors, elide_records
+from gpusim.trace.elide import GLOBAL_LOAD_OPCODES, distinct_sectors, elide_segments
 
 TRACE_FORMAT = "gpusim-dynamic-trace"
 TRACE_FORMAT_VERSION = 1
@@ -115,32 +115,22 @@ class DynamicTrace:
             raise TraceFormatError("emulator log's address rows do not match its memory records", program.kernel)
 
         # records to keep (all, or all but the left-out main-loop iterations)
-        keep = elision = None
+        view, elision = lay, None
         if keep_loop is not None and exec_exact:
             pc_counts = np.bincount(lay.step_pcs, weights=lay.counts, minlength=len(program)).astype(np.int64)
-            keep, elision = elide_records(program, lay.warp(), lay.pc(), lay.warp_starts, pc_counts, lay.step_pcs,
-                                          n_local, *keep_loop)
-        if keep is not None:
-            elision.load_sectors32 = _load_sectors(program, log, mem_steps, lay.counts)
-            kept_at = np.cumsum(keep, dtype=np.int64 if len(keep) >= 2**31 else np.int32) - 1  # position among the kept
-
-            def take(a):
-                return a[keep]
-
-            def moved(at):  # trace positions of the full trace in the kept one (-1: left out)
-                return np.where(keep[at], kept_at[at], -1)
-        else:
-            def take(a):
-                return a
-
-            def moved(at):
-                return at
+            cut = elide_segments(program, lay.step_pcs, lay._sorted[0], lay.seg_step, lay.length, lay.seg_pos,
+                                 pc_counts, n_local, *keep_loop)
+            if cut is not None:
+                elision, lo, hi = cut
+                elision.load_sectors32 = _load_sectors(program, log, mem_steps, lay.counts)
+                view = _Kept(lay, lo, hi)
+        moved = view.moved  # trace positions of the full trace in the kept one (-1: left out)
 
         # the records in trace order (warp, then time); fields filled one at a time
-        records = np.empty(lay.n if keep is None else int(np.count_nonzero(keep)), dtype=RECORD_DTYPE)
-        records["warp"] = take(lay.warp())
-        records["pc_index"] = take(lay.pc())
-        records["active_mask"] = take(lay.active())
+        records = np.empty(view.n, dtype=RECORD_DTYPE)
+        records["warp"] = view.warp()
+        records["pc_index"] = view.pc()
+        records["active_mask"] = view.active()
         exec_mask = records["exec_mask"]
         exec_mask[:] = records["active_mask"]
         if exec_exact:  # steps whose guard left out lanes: their own execution masks (and the active ones)
@@ -168,10 +158,15 @@ class DynamicTrace:
         addresses = np.empty((len(mem_pos), 32), dtype=np.uint64)
         access_bytes = np.empty(len(mem_pos), dtype=np.uint8)
         row_start = np.r_[0, np.cumsum(step_rows)]
-        for j, s in enumerate(mem_steps):
+        if elision is None:
+            use = range(len(mem_steps))
+        else:  # the steps with kept rows only (most are left out)
+            before = np.r_[0, np.cumsum(new_row >= 0)]
+            use = np.flatnonzero(before[row_start[1:]] > before[row_start[:-1]]).tolist()
+        for j in use:
             rows = new_row[row_start[j]:row_start[j + 1]]
-            block, nbytes = log.mem[int(s)]
-            if keep is not None:
+            block, nbytes = log.mem[int(mem_steps[j])]
+            if elision is not None:
                 kept = rows >= 0
                 if not kept.all():
                     rows, block = rows[kept], block[kept]
@@ -379,6 +374,7 @@ class _LogLayout:
         self.seg_start = np.empty(len(order), dtype=np.int64)  # trace position of each segment's first record
         self.seg_start[order] = start
         self._sorted = (seg_warp[order], seg_mask[order], self.run_first[seg_run[order]] - start)
+        self.seg_step, self.seg_pos = self.run_first[seg_run[order]], start  # per segment in trace order
         self.warp_starts = start[np.r_[True, self._sorted[0][1:] != self._sorted[0][:-1]]] if len(start) else start
 
     def _runs(self, per_segment: np.ndarray) -> np.ndarray:
@@ -399,6 +395,11 @@ class _LogLayout:
         step += np.arange(self.n, dtype=index)
         return self.step_pcs.astype(np.int32)[step]
 
+    @staticmethod
+    def moved(at: np.ndarray) -> np.ndarray:
+        """Positions in the trace of the full trace's positions `at` (all kept)."""
+        return at
+
     def positions(self, steps: np.ndarray) -> np.ndarray:
         """Trace positions of the records of `steps` (ascending), step by step, each step's warps in
         the log's order (the order of its address rows and masks)."""
@@ -411,13 +412,64 @@ class _LogLayout:
         return self.seg_start[np.repeat(self.run_seg0[run], k) + j] + np.repeat(steps - self.run_first[run], k)
 
 
+class _Kept:
+    """The records of a `_LogLayout` but each warp's left-out range [lo, hi) (trace positions of the
+    full trace; per warp in trace order): pieces of its segments, at most two per segment (before
+    and after the range). The layout's queries over the kept records, and `moved`."""
+
+    def __init__(self, lay: _LogLayout, lo: np.ndarray, hi: np.ndarray):
+        self.lay = lay
+        pos, length = lay.seg_pos, lay.length
+        warp = lay._sorted[0]
+        first_seg = np.flatnonzero(np.r_[True, warp[1:] != warp[:-1]])
+        per_warp = np.diff(np.r_[first_seg, len(warp)])
+        seg_lo, seg_hi = np.repeat(lo, per_warp), np.repeat(hi, per_warp)
+        before = np.clip(seg_lo - pos, 0, length)  # records of the segment before the range
+        after_at = np.clip(seg_hi - pos, 0, length)  # where its records after the range begin
+        seg = np.repeat(np.arange(len(pos)), 2)
+        off = np.c_[np.zeros_like(after_at), after_at].ravel()
+        n = np.c_[before, length - after_at].ravel()
+        some = n > 0
+        self._seg, self._off, self._len = seg[some], off[some], n[some]
+        self.n = int(self._len.sum())
+        self._out = np.r_[0, np.cumsum(self._len)[:-1]].astype(np.int64)  # each piece's first kept position
+        self._warp_pos, self._lo, self._hi = pos[first_seg], lo, hi
+        self._removed = np.r_[0, np.cumsum(hi - lo)]  # records left out before each warp
+
+    def _runs(self, per_piece: np.ndarray) -> np.ndarray:
+        return np.repeat(per_piece, self._len)
+
+    def warp(self) -> np.ndarray:
+        return self._runs(self.lay._sorted[0][self._seg].astype(np.int32))
+
+    def active(self) -> np.ndarray:
+        return self._runs(self.lay._sorted[1][self._seg])
+
+    def pc(self) -> np.ndarray:
+        index = np.int32 if self.n < 2**31 else np.int64
+        step = self._runs((self.lay.seg_step[self._seg] + self._off - self._out).astype(index))
+        step += np.arange(self.n, dtype=index)
+        return self.lay.step_pcs.astype(np.int32)[step]
+
+    def moved(self, at: np.ndarray) -> np.ndarray:
+        """Positions in the kept trace of the full trace's positions `at` (-1: left out)."""
+        w = np.searchsorted(self._warp_pos, at, side="right") - 1
+        lo, hi = self._lo[w], self._hi[w]
+        out = at - self._removed[w] - np.where(at >= hi, hi - lo, 0)
+        out[(at >= lo) & (at < hi)] = -1
+        return out
+
+
 def _load_sectors(program, log, mem_steps, counts) -> np.ndarray:
     """Distinct 32-byte sectors read by every global-load record of the log (kept or not)."""
     is_load = np.array([ins.opcode in GLOBAL_LOAD_OPCODES for ins in program.instructions], dtype=bool)
     steps = [int(s) for s in mem_steps if is_load[log.pcs[s]]]
     if not steps:
         return np.zeros(0, np.uint64)
-    addresses = np.concatenate([log.mem[s][0] for s in steps]).astype(np.uint64).reshape(-1, 32)
+    addresses = np.concatenate([log.mem[s][0] for s in steps]).astype(np.uint64, copy=False).reshape(-1, 32)
     masks = np.concatenate([log.exec_masks[s] & log.masks[s] for s in steps]).astype(np.uint32)
-    bits = ((masks[:, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
-    return distinct_sectors(np.where(bits, addresses, np.uint64(0)))
+    partial = np.flatnonzero(masks != np.uint32(0xFFFFFFFF))  # (rows whose lanes all executed keep their addresses)
+    if len(partial):
+        bits = ((masks[partial, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
+        addresses[partial] = np.where(bits, addresses[partial], np.uint64(0))
+    return distinct_sectors(addresses)

@@ -4,14 +4,16 @@ over arrays (struct of arrays), for speed at real sizes.
 It is the object model of gpusim/timing/sm.py and gpusim/timing/mem/ (whose docstrings state the
 hardware rules and their sources) written a second time, function for function, so that both give
 the same results to the last bit: tests/test_compiled_engine.py replays cases covering every path
-on both. The object model stays the reference, and runs what the compiled one does not: timelines
-(`gpusim viz`) and sampled mode, whose sampler moves warps through Python objects.
+on both, tests/test_sampled_engines.py sampled mode's. The object model stays the reference, and
+runs what the compiled one does not: timelines (`gpusim viz`).
 
     lru.py     the sector LRUs (L1, L2, the dirty list) of mem/l2.py's OrderedDicts
     memory.py  mem/: the sub-partitions' MIO/LSU queues, L1, L2, DRAM
     sm.py      sm.py: scheduling, issue, dual issue, scoreboards, barriers, CTA residency
+    loops.py   sampling.py's loop bookkeeping: moves, left-out loop iterations made up
     engine.py  the state arrays, simpy's event order across SMs, results for GPU._result
     stream.py  (Python) the records made as the run needs them: emulation slices, the record arena
+    sampled.py (Python) sampled mode: the object model's sampler looking at the engine's SMs
 
 numba compiles these on first use and caches the machine code beside the sources (__pycache__).
 """
@@ -30,8 +32,9 @@ from numba.core import config as _numba_config
 # quantum) and numba's version. Set before the modules below are imported: numba picks the folder
 # when a function is decorated.
 _TIMING = Path(__file__).resolve().parent.parent
-_SOURCES = sorted(p for p in (_TIMING / "compiled").glob("*.py") if p.name != "stream.py")  # (stream.py: Python)
-_SOURCES += [_TIMING / "static.py", _TIMING / "stalls.py", _TIMING / "sm.py"]
+_PYTHON = ("stream.py", "sampled.py")  # (plain Python: nothing of theirs is compiled)
+_SOURCES = sorted(p for p in (_TIMING / "compiled").glob("*.py") if p.name not in _PYTHON)
+_SOURCES += [_TIMING / "static.py", _TIMING / "stalls.py", _TIMING / "sm.py", _TIMING / "sampling.py"]
 
 
 def _digest() -> str:

@@ -21,6 +21,7 @@ from numba.extending import intrinsic
 
 from gpusim.errors import GpusimError
 from gpusim.timing import stalls as S
+from gpusim.timing.compiled import loops as P
 from gpusim.timing.compiled import lru as L
 from gpusim.timing.compiled import sm as C
 from gpusim.timing.mem import L1, MemorySystem
@@ -35,19 +36,37 @@ CONFIG = np.dtype([("control_mode", "?"), ("dual", "i8"), ("policy", "i8"), ("tw
                    ("smem_latency", "f8"), ("mio_read", "f8"), ("lsu_read", "f8"), ("const_latency", "f8"),
                    ("branch_latency", "f8"), ("watchdog", "f8"), ("quantum", "f8"), ("n_sp", "i8"),
                    ("warps_per_cta", "i8"), ("ctas_per_sm", "i8"), ("cta_launch_cycles", "f8"),
-                   ("unified_stage", "?"), ("read_ports", "?")])
+                   ("unified_stage", "?"), ("read_ports", "?"),
+                   # sampled mode (compiled/sampled.py): the SMs' own CTA queues, residences, stored rows
+                   # and made-up loop iterations; the arrays' room one cycle step may need for those
+                   ("sampled", "?"), ("sector_shift", "i8"), ("loop_branch", "i8"), ("room_records", "i8"),
+                   ("room_rows", "i8"), ("room_sectors", "i8"), ("room_strides", "i8")])
 MEMORY = np.dtype([("sector_bytes", "i8"), ("l2_latency", "f8"), ("l2_bpc", "f8"), ("write_cost", "f8"),
                    ("line_sectors", "f8"), ("sectors_per_line", "i8"), ("dram_bpc", "f8"), ("dram_latency", "f8"),
                    ("l1_latency", "f8"), ("caches_loads", "?"), ("miss_limit", "i8"), ("reach", "i8"),
                    ("l2q_free", "f8"), ("dram_free", "f8"), ("l2_queue_bytes", "f8"), ("l2_bytes", "i8"),
-                   ("dram_read", "i8"), ("dram_write", "i8")])
+                   ("dram_read", "i8"), ("dram_write", "i8"),
+                   # sampled mode: the share of L2 misses that move DRAM bytes (-1: all) and its credit
+                   ("dram_fraction", "f8"), ("dram_credit", "f8")])
 WARP = np.dtype([("gid", "i8"), ("cta", "i8"), ("sp", "i8"), ("pos", "i8"), ("end", "i8"), ("more", "?"),
-                 ("ready_at", "f8"), ("reason", "i8"), ("since", "f8"), ("done", "?"), ("at_barrier", "?")])
+                 ("ready_at", "f8"), ("reason", "i8"), ("since", "f8"), ("done", "?"), ("at_barrier", "?"),
+                 ("age", "i8"),
+                 # sampled mode (compiled/loops.py): the sampler's position minus `pos`; where the warp
+                 # reaches left-out loop iterations, where a made-up one ends and where it goes on
+                 ("shift", "i8"), ("gap_at", "i8"), ("jump_at", "i8"), ("jump_to", "i8")])
 CTA = np.dtype([("cid", "i8"), ("live", "i8"), ("arrived", "i8"), ("launched", "f8"), ("used", "?")])
 SUB_PARTITION = np.dtype([("dispatch_free", "f8"), ("last", "i8"), ("wake", "f8"), ("dirty", "?"), ("nw", "i8")])
 SM_STATE = np.dtype([("now", "f8"), ("last_progress", "f8"), ("issued", "i8"), ("changed", "?"), ("finish", "f8"),
                      ("last_done", "f8"), ("smem_wavefronts", "i8"), ("age", "i8"), ("n_warps", "i8"),
-                     ("started", "?"), ("ran", "?"), ("clock", "f8"), ("starved", "?")])
+                     ("started", "?"), ("ran", "?"), ("clock", "f8"), ("starved", "?"),
+                     # sampled mode: the sampler's next look (inf: none), the cycles it fast-forwarded,
+                     # the step's earliest wake kept over a look, whether the SM stopped for one; its own
+                     # CTA queue (cta_queue[qnext:qend]), finished CTAs (`res`), iterations made up
+                     ("next_check", "f8"), ("extrapolated", "f8"), ("best", "f8"), ("checking", "?"),
+                     ("qnext", "i8"), ("qend", "i8"), ("n_res", "i8"), ("synthesized", "i8")])
+# sampled mode, per warp id: `LoopState` (compiled/loops.py)
+LOOP = np.dtype([("consumed", "i8"), ("cinstr", "i8"), ("cut", "i8"), ("g_lo", "i8"), ("g_hi", "i8"), ("length", "i8"),
+                 ("head", "i8"), ("at0", "i8"), ("nsyn", "i8"), ("boff", "i8"), ("bn", "i8")])
 QUEUE = np.dtype([("depth", "i8"), ("rate", "f8"), ("free", "f8"), ("head", "i8"), ("n", "i8")])
 STAGE = np.dtype([("rate", "f8"), ("free", "f8")])
 
@@ -67,7 +86,11 @@ State = namedtuple("State", [
     # caches
     "l1_slots", "l1_links", "l1_keys", "l1_vals", "l1_meta", "l1_free", "l1_counts", "l2", "l2_counts", "dirty", "reach",
     # the grid's CTA queue (glob[0]: the next to hand out) and scratch space
-    "cta_queue", "glob", "order_buf", "scratch_sectors", "scratch_pend", "heap_buf"])
+    "cta_queue", "glob", "order_buf", "scratch_sectors", "scratch_pend", "heap_buf",
+    # sampled mode: per warp id its loop (`LOOP`, back edges, strides per parity), stride entries, the
+    # trace's addresses and exec masks per row, rows stores wrote, per SM its finished CTAs' residences
+    "lp", "lp_backs", "lp_sv", "lp_soff", "lp_sn", "str_off", "str_row", "str_stride", "addr", "mem_exec",
+    "row_stored", "res"])
 
 
 def _ragged(lists):
@@ -111,29 +134,37 @@ def trace_arrays(gpu) -> dict:
                 sector_list=np.asarray(gpu._sector_list, dtype=np.int64))
 
 
-def build(gpu, occ, ctas, arrays: dict, primed: int | None = None) -> State:
+def build(gpu, occ, ctas, arrays: dict, primed: int | None = None, sampled: dict | None = None) -> State:
     """The engine's state for running `ctas` of `gpu`'s trace on all its SMs, `occ.ctas_per_sm` at a
     time, from the record arrays `arrays` (`trace_arrays`, or a stream's first records: then the
-    first `primed` CTAs of `ctas` have theirs)."""
+    first `primed` CTAs of `ctas` have theirs). Sampled mode (`sampled`, from compiled/sampled.py):
+    its SMs (`queues`: each one's own CTAs), `memory` (its `MemorySystem`, warm where it is), the
+    per warp id loop arrays and room sizes of its made-up iterations (`loops`, `room`)."""
     cfg, facts, static = gpu.cfg, gpu.issue_facts, gpu.static
-    n_sm, n_sp = cfg.sm_count, cfg.sm.sub_partitions
+    n_sm = cfg.sm_count if sampled is None else len(sampled["queues"])
+    n_sp = cfg.sm.sub_partitions
     sched = cfg.sm.scheduler
+    room = (0, 0, 0, 0) if sampled is None else sampled["room"]
     c = np.zeros(1, dtype=CONFIG)
     c[0] = (gpu.control_mode, {"none": C.DUAL_NONE, "control_codes": C.DUAL_CONTROL, "kepler": C.DUAL_KEPLER}[sched.dual_issue],
             {"gto": C.GTO, "lrr": C.LRR, "two_level": C.TWO_LEVEL}[sched.policy], sched.two_level_active_warps,
             cfg.sm.shared_memory.latency_cycles, cfg.sm.mio_register_read_cycles, cfg.sm.lsu_register_read_cycles,
             cfg.memory.constant_latency_cycles, sched.branch_latency_cycles, cfg.watchdog_cycles, SM.QUANTUM, n_sp,
             gpu.warps_per_cta, occ.ctas_per_sm, gpu.cta_launch_cycles, cfg.memory.l1.unified_data_stage,
-            cfg.sm.register_file.read_ports is not None)
+            cfg.sm.register_file.read_ports is not None, sampled is not None, gpu._sector_shift, -1 if gpu.trace.elision is None else gpu.trace.elision.branch,
+            *room)
     # the memory path's parameters, derived as the object model derives them (and a warm L2 as it fills it)
-    memory = MemorySystem(cfg, cfg.clock_mhz)
-    gpu._warm(memory)
+    if sampled is None:
+        memory = MemorySystem(cfg, cfg.clock_mhz)
+        gpu._warm(memory)
+    else:
+        memory = sampled["memory"]
     l1 = L1(cfg, memory)
     mem = np.zeros(1, dtype=MEMORY)
     mem[0] = (memory.sector_bytes, memory.l2_latency, memory.l2_queue.bytes_per_cycle, memory.write_cost,
               memory.line_sectors or 0.0, memory.sectors_per_line, memory.dram.queue.bytes_per_cycle, memory.dram.latency,
               l1.latency, l1.caches_loads, -1 if l1.miss_limit is None else l1.miss_limit, memory.reach_capacity,
-              0, 0, 0, 0, 0, 0)
+              0, 0, 0, 0, 0, 0, -1.0 if memory.dram_fraction is None else memory.dram_fraction, 0.0)
     # per static instruction
     ex = facts.execute
     col = lambda i, dt: np.array([e[i] for e in ex], dtype=dt)  # noqa: E731
@@ -156,9 +187,30 @@ def build(gpu, occ, ctas, arrays: dict, primed: int | None = None) -> State:
     l1_cap = l1.cache.capacity
     node = l1_cap + 2
     scoreboard_slots = 1 if gpu.control_mode else slots
+    sm = np.zeros(n_sm, dtype=SM_STATE)
+    sm["next_check"] = np.inf
+    glob = np.array([0, len(ctas) if primed is None else primed, 0, -1, 0, 0, 0, 0, 0, 0], dtype=np.int64)
+    if sampled is None:
+        cta_queue = np.asarray(ctas, dtype=np.int64)
+        loops = dict(lp=np.zeros(0, dtype=LOOP), lp_backs=np.zeros(0, dtype=np.int64),
+                     lp_sv=np.zeros((0, 2), dtype=np.int64), lp_soff=np.zeros((0, 2), dtype=np.int64),
+                     lp_sn=np.zeros((0, 2), dtype=np.int64), str_off=np.zeros(0, dtype=np.int64),
+                     str_row=np.zeros(0, dtype=np.int64), str_stride=np.zeros(0, dtype=np.int64),
+                     addr=np.zeros((0, 32), dtype=np.uint64), mem_exec=np.zeros(0, dtype=np.uint32),
+                     row_stored=np.zeros(0, dtype=np.uint8))
+        res = np.zeros((n_sm, 0, 2))
+    else:
+        queues = sampled["queues"]
+        cta_queue = np.asarray([cid for own in queues for cid in own], dtype=np.int64)
+        lengths = np.array([len(own) for own in queues], dtype=np.int64)
+        sm["qnext"], sm["qend"] = np.cumsum(lengths) - lengths, np.cumsum(lengths)
+        sm["next_check"] = sampled["next_check"]
+        loops = sampled["loops"]
+        glob[P.G_NREC], glob[P.G_NROWS], glob[P.G_NSEC], glob[P.G_NSTR] = sampled["used"]
+        res = np.zeros((n_sm, max(1, int(lengths.max(initial=0))), 2))
     return _contiguous(State(
         cfg=c, mem=mem, w=np.zeros(slots, dtype=WARP), cta=np.zeros(n_sm * occ.ctas_per_sm, dtype=CTA), sp=sp,
-        sm=np.zeros(n_sm, dtype=SM_STATE), q=q, q_buf=np.zeros((n_sps * 2, max(cfg.sm.mio_queue_depth,
+        sm=sm, q=q, q_buf=np.zeros((n_sps * 2, max(cfg.sm.mio_queue_depth,
                                                                              cfg.sm.lsu_queue_depth) + 2)),
         stage=stage, **arrays,
         kind=col(0, np.int64), pipe=col(1, np.int64), occupancy=col(2, np.float64), latency=col(3, np.float64),
@@ -191,11 +243,10 @@ def build(gpu, occ, ctas, arrays: dict, primed: int | None = None) -> State:
         l2=_lru_from(memory.l2.sectors, memory.l2.capacity), l2_counts=np.zeros(2, dtype=np.int64),
         dirty=_lru_from(memory.dirty, memory.dirty_capacity),
         reach=_lru_from(memory.reach, max(1, memory.reach_capacity)),
-        cta_queue=np.asarray(ctas, dtype=np.int64),
-        glob=np.array([0, len(ctas) if primed is None else primed, 0, -1, 0, 0], dtype=np.int64),
+        cta_queue=cta_queue, glob=glob,
         order_buf=np.zeros(occ.ctas_per_sm * gpu.warps_per_cta, dtype=np.int64),
         scratch_sectors=np.zeros(MAX_SECTORS, dtype=np.int64), scratch_pend=np.zeros(SB_CAPACITY),
-        heap_buf=np.zeros((n_sm + 1, 4))))
+        heap_buf=np.zeros((n_sm + 1, 4)), **loops, res=res))
 
 
 def _contiguous(st: State) -> State:
@@ -317,6 +368,18 @@ def _as_state(owned):
     st.scratch_sectors = _borrowed(owned.scratch_sectors)
     st.scratch_pend = _borrowed(owned.scratch_pend)
     st.heap_buf = _borrowed(owned.heap_buf)
+    st.lp = _borrowed(owned.lp)
+    st.lp_backs = _borrowed(owned.lp_backs)
+    st.lp_sv = _borrowed(owned.lp_sv)
+    st.lp_soff = _borrowed(owned.lp_soff)
+    st.lp_sn = _borrowed(owned.lp_sn)
+    st.str_off = _borrowed(owned.str_off)
+    st.str_row = _borrowed(owned.str_row)
+    st.str_stride = _borrowed(owned.str_stride)
+    st.addr = _borrowed(owned.addr)
+    st.mem_exec = _borrowed(owned.mem_exec)
+    st.row_stored = _borrowed(owned.row_stored)
+    st.res = _borrowed(owned.res)
     return st
 
 
@@ -325,7 +388,8 @@ def simulate(owned):
     """`GPU._simulate`: fill the SMs round robin, `ctas_per_sm` rounds, then run the SMs that got
     work in simpy's order until all are done. (status, SM): C.DONE, the SM that stopped (WATCHDOG,
     DEADLOCK), or C.NEED_TRACE: the run stopped for more records and goes on where it stopped when
-    called again with them (its event heap is kept in `heap_buf`, in the order simpy pops events)."""
+    called again with them (its event heap is kept in `heap_buf`, in the order simpy pops events);
+    sampled mode stops alike for the sampler's look at an SM (C.CHECK) and for room (C.NEED_ROOM)."""
     st = _as_state(owned)
     c = st.cfg[0]
     g = st.glob
@@ -358,7 +422,7 @@ def simulate(owned):
         if status == C.YIELD:
             heapq.heappush(heap, (st.sm[m].now, 1, g[C.G_SEQ], m))
             g[C.G_SEQ] += 1
-        elif status == C.NEED_TRACE:
+        elif status == C.NEED_TRACE or status == C.CHECK or status == C.NEED_ROOM:
             g[C.G_RESUME] = m
             g[C.G_HEAP_N] = len(heap)
             for i in range(len(heap)):
@@ -369,6 +433,45 @@ def simulate(owned):
             return status, m
     g[C.G_RESUME] = -1
     return C.DONE, -1
+
+
+@njit(cache=True)
+def sampler_positions(owned, m, out):
+    """Sampled mode, for `Sampler.positions`: SM `m`'s resident warps in launch order (`SM.warps`),
+    into the rows of `out` (slot, warp id, CTA id, completed iterations, total iterations; float:
+    progress, `out[:, 5]`); how many."""
+    st = _as_state(owned)
+    n_sp = st.cfg[0].n_sp
+    n = 0
+    for sp in range(m * n_sp, (m + 1) * n_sp):
+        for i in range(st.sp[sp].nw):
+            w = st.sp_warps[sp, i]
+            j = n  # insertion by age
+            while j > 0 and st.w[np.int64(out[j - 1, 0])].age > st.w[w].age:
+                out[j] = out[j - 1]
+                j -= 1
+            out[j, 0] = w
+            n += 1
+    for j in range(n):
+        wr = st.w[np.int64(out[j, 0])]
+        v = wr.pos + wr.shift
+        out[j, 1] = wr.gid
+        out[j, 2] = st.cta[wr.cta].cid
+        out[j, 3] = P.iterations(st, wr.gid, v)
+        out[j, 4] = P.total(st, wr.gid)
+        out[j, 5] = P.progress(st, wr.gid, v)
+    return n
+
+
+@njit(cache=True)
+def sampler_moves(owned, m, slots, done, moves):
+    """Sampled mode, `Sampler.move_all`: move each warp slot `slots[j]` (`done[j]` iterations done) on
+    by `moves[j]` iterations; the instructions passed over."""
+    st = _as_state(owned)
+    skipped = 0
+    for j in range(len(slots)):
+        skipped += P.move(st, m, slots[j], done[j], moves[j])
+    return skipped
 
 
 def run(gpu, occ, ctas):

@@ -154,10 +154,24 @@ def _reuse(st, m, sector, now):
 
 
 @njit
+def _to_dram(m):
+    """`MemorySystem._to_dram`: whether this access's L2 misses move DRAM bytes (sampled mode: the
+    share `dram_fraction` of accesses, by a running credit; detailed mode: all)."""
+    if m.dram_fraction < 0.0:
+        return True
+    m.dram_credit += m.dram_fraction
+    if m.dram_credit >= 1.0:
+        m.dram_credit -= 1.0
+        return True
+    return False
+
+
+@njit
 def fetch(st, now, sectors, k, start):
-    """`MemorySystem.fetch` (detailed mode: every L2 miss goes to DRAM): the sectors[:k] a load
-    issued at `now` missed in L1, sent no earlier than `start`; the completion cycle."""
+    """`MemorySystem.fetch`: the sectors[:k] a load issued at `now` missed in L1, sent no earlier
+    than `start`; the completion cycle."""
     m = st.mem[0]
+    to_dram = _to_dram(m)
     done = start
     sb = m.sector_bytes
     m.l2_bytes += sb * k
@@ -171,7 +185,7 @@ def fetch(st, now, sectors, k, start):
             if m.reach > 0 and st.dirty[4][L.SIZE] > 0:  # before the first store the order does not matter
                 _reuse(st, m, s, now)
         else:
-            finish = dram_read(m, now, sb, start)
+            finish = dram_read(m, now, sb, start) if to_dram else start + m.dram_latency
             _evicted(st, m, L.cache_fill(st.l2, s, finish), now)
         if finish > done:
             done = finish

@@ -19,6 +19,7 @@ import numpy as np
 from numba import njit
 
 from gpusim.timing import stalls as S
+from gpusim.timing.compiled import loops as P
 from gpusim.timing.compiled import memory as M
 from gpusim.timing.static import BAR, BRANCH, CMEM, GLOAD, SMEM
 
@@ -26,7 +27,9 @@ EPS = 1e-9
 INF = np.inf
 GTO, LRR, TWO_LEVEL = 0, 1, 2  # scheduler policies
 DUAL_NONE, DUAL_CONTROL, DUAL_KEPLER = 0, 1, 2  # dual-issue rules
-YIELD, DONE, WATCHDOG, DEADLOCK, NEED_TRACE = 0, 1, 2, 3, 4  # how `run` returns
+# how `run` returns; sampled mode (compiled/sampled.py) also stops for the sampler's look (CHECK, at a
+# cycle step's end, as `SM.run` calls `Sampler.check`) and for room to make up loop iterations in
+YIELD, DONE, WATCHDOG, DEADLOCK, NEED_TRACE, CHECK, NEED_ROOM = 0, 1, 2, 3, 4, 5, 6
 # streaming (compiled/stream.py): a warp whose stream goes on beyond the records loaded for it keeps at
 # least LOOKAHEAD of them ahead of its position at every cycle step's start (one step issues at most two
 # of its instructions and reads the one after); below that its SM stops (NEED_TRACE) for more
@@ -41,8 +44,14 @@ MIO_T, LG_T, BARRIER_R, DISPATCH_R, BRANCH_R = S.MIO, S.LG, S.BARRIER, S.DISPATC
 
 # ---- CTA residency -------------------------------------------------------------------------------
 @njit
-def next_cta(st):
-    """`GPU.next_cta`: the next CTA of the grid's queue, or -1."""
+def next_cta(st, sm):
+    """`GPU.next_cta`: the next CTA of the grid's queue (sampled mode: of the SM's own), or -1."""
+    if st.cfg[0].sampled:
+        smr = st.sm[sm]
+        if smr.qnext < smr.qend:
+            smr.qnext += 1
+            return st.cta_queue[smr.qnext - 1]
+        return -1
     g = st.glob
     if g[G_NEXT] < len(st.cta_queue):
         if g[G_NEXT] >= g[G_PRIMED]:
@@ -64,8 +73,8 @@ def launch(st, sm, cid, now):
         slot += 1
     cta = st.cta[slot]
     cta.used = True
-    cta.cid, cta.live, cta.arrived, cta.launched = cid, 0, 0, now
     smr = st.sm[sm]
+    cta.cid, cta.live, cta.arrived, cta.launched = cid, 0, 0, now + smr.extrapolated  # (`SM.kernel_time`)
     wpc = c.warps_per_cta
     for j in range(wpc):
         gid = cid * wpc + j
@@ -85,6 +94,12 @@ def launch(st, sm, cid, now):
         wr.since = now
         wr.done = start == end and not more
         wr.at_barrier = False
+        wr.age = smr.age
+        wr.shift = -start
+        wr.jump_at = -1
+        wr.gap_at = -1
+        if c.sampled and not wr.done and st.lp[gid].cut >= 0:  # (`Sampler.attach`)
+            wr.gap_at = start + st.lp[gid].cut
         st.sb_n[w, :] = 0
         st.miss_n[w] = 0
         if not c.control_mode:
@@ -99,8 +114,20 @@ def launch(st, sm, cid, now):
             spr.nw += 1
             smr.n_warps += 1
     if cta.live == 0:
-        cta.used = False
+        cta_done(st, sm, slot, now)
     return cta.live
+
+
+@njit
+def cta_done(st, sm, slot, now):
+    """`SM._cta_done`: the CTA gives its slot back (sampled mode: its residence is noted)."""
+    cta = st.cta[slot]
+    cta.used = False
+    if st.cfg[0].sampled:
+        smr = st.sm[sm]
+        st.res[sm, smr.n_res, 0] = cta.launched
+        st.res[sm, smr.n_res, 1] = now + smr.extrapolated
+        smr.n_res += 1
 
 
 @njit
@@ -108,7 +135,7 @@ def launch_next(st, sm, now):
     """The SM's next CTA from the grid's queue (and, while those have no live warps, the ones after):
     `_simulate`'s initial launches and `_cta_done`'s refill."""
     while True:
-        nxt = next_cta(st)
+        nxt = next_cta(st, sm)
         if nxt < 0 or launch(st, sm, nxt, now) > 0:
             return
 
@@ -120,7 +147,9 @@ def run(st, sm, env_now, resume):
     YIELD, to be resumed at `st.sm[sm].now`) or its last warp has exited (DONE); WATCHDOG or
     DEADLOCK when the SM stopped making progress. Streaming: NEED_TRACE at a cycle step's start when
     one of its warps, or the CTAs it may launch next, lack records; `resume` then goes on from there
-    as if it had not stopped (the same cycle, quantum and progress)."""
+    as if it had not stopped (the same cycle, quantum and progress). Sampled mode: CHECK at a step's
+    end once the clock has reached the SM's `next_check` (`resume` then goes on after the look),
+    NEED_ROOM at a step's start while the arrays have too little room left to make up iterations."""
     c = st.cfg[0]
     smr = st.sm[sm]
     if not smr.started:
@@ -133,93 +162,106 @@ def run(st, sm, env_now, resume):
     complete = c.policy != TWO_LEVEL
     order = st.order_buf
     first_sp = sm * c.n_sp
+    looked = resume and smr.checking  # (the sampler has looked: go on from there)
+    smr.checking = False
     while smr.n_warps > 0:
-        if smr.starved or (g[G_PRIMED] < n_queue and g[G_NEXT] + c.ctas_per_sm > g[G_PRIMED]):
-            smr.starved = False
-            smr.now, smr.clock, smr.last_progress = now, clock, last_progress
-            return NEED_TRACE
-        progressed = False
-        limit = now + EPS
-        floor = now + 1.0
-        bound = floor - EPS
-        best = INF
-        for sp in range(first_sp, first_sp + c.n_sp):
-            spr = st.sp[sp]
-            wake = spr.wake
-            if wake <= limit:
-                # ---- the sub-partition's turn: its scheduler tries its warps ----
-                wake = INF
-                rescan = True
-                if spr.dispatch_free <= limit:
-                    rescan = not complete
-                    n = candidates(st, sp, now, order)
-                    for i in range(n):
-                        w = order[i]
-                        wr = st.w[w]
-                        if wr.at_barrier:
-                            continue
-                        if wr.ready_at > limit:
-                            if wr.ready_at < wake:
-                                wake = wr.ready_at
-                            continue
-                        pc = st.pcs[wr.pos]
-                        until = st.sp_pipes[sp, st.pipe[pc]]
-                        queue = st.queue[pc]
-                        if until > bound:
-                            throttle = st.busy_reason[pc]
-                        elif queue:
-                            throttle, until = queue_full(st, sp, queue, now)
-                        else:
-                            throttle = 0
-                        since, ready = wr.since, wr.ready_at
-                        if ready >= now:
-                            if now > since:
-                                rows[wr.reason, pc] += now - since
-                        elif ready > since:
-                            rows[wr.reason, pc] += ready - since
-                            rows[NOT_SELECTED, pc] += now - ready
-                        else:
-                            rows[NOT_SELECTED, pc] += now - since
-                        if throttle:
-                            wr.since = now
-                            wr.ready_at, wr.reason = until, throttle
-                            if until < wake:
-                                wake = until
-                            continue
-                        rows[SELECTED, pc] += 1.0
-                        wr.since = floor
-                        if w != spr.last:
-                            spr.last = w
-                        # (a warp that exits may see its slot reused by the CTA launched after it)
-                        exited = execute(st, sm, sp, w, pc, now)
-                        if st.pairs[pc] and not exited and not wr.at_barrier:
-                            second_issue(st, sm, sp, w, pc, now)
-                        progressed = rescan = True
-                        break
-                # ---- its next wake ----
-                if rescan:
+        if looked:
+            looked = False
+            best = smr.best
+        else:
+            if smr.starved or (g[G_PRIMED] < n_queue and g[G_NEXT] + c.ctas_per_sm > g[G_PRIMED]):
+                smr.starved = False
+                smr.now, smr.clock, smr.last_progress = now, clock, last_progress
+                return NEED_TRACE
+            if c.sampled and short_of_room(st):
+                smr.now, smr.clock, smr.last_progress = now, clock, last_progress
+                return NEED_ROOM
+            progressed = False
+            limit = now + EPS
+            floor = now + 1.0
+            bound = floor - EPS
+            best = INF
+            for sp in range(first_sp, first_sp + c.n_sp):
+                spr = st.sp[sp]
+                wake = spr.wake
+                if wake <= limit:
+                    # ---- the sub-partition's turn: its scheduler tries its warps ----
                     wake = INF
-                    for i in range(spr.nw):
-                        wr = st.w[st.sp_warps[sp, i]]
-                        if wr.ready_at < wake and not wr.at_barrier:
-                            wake = wr.ready_at
-                if wake < floor:
-                    wake = floor
-                if spr.dispatch_free > wake:
-                    wake = spr.dispatch_free
-                spr.wake = wake
-                spr.dirty = False
-            if wake < best:
-                best = wake
-        if smr.changed:
-            best = catch_up(st, sm, now)
-        if progressed:
-            last_progress = now
-        elif now - last_progress > c.watchdog:
-            smr.now = now
-            return WATCHDOG
-        if smr.n_warps == 0:
-            break
+                    rescan = True
+                    if spr.dispatch_free <= limit:
+                        rescan = not complete
+                        n = candidates(st, sp, now, order)
+                        for i in range(n):
+                            w = order[i]
+                            wr = st.w[w]
+                            if wr.at_barrier:
+                                continue
+                            if wr.ready_at > limit:
+                                if wr.ready_at < wake:
+                                    wake = wr.ready_at
+                                continue
+                            pc = st.pcs[wr.pos]
+                            until = st.sp_pipes[sp, st.pipe[pc]]
+                            queue = st.queue[pc]
+                            if until > bound:
+                                throttle = st.busy_reason[pc]
+                            elif queue:
+                                throttle, until = queue_full(st, sp, queue, now)
+                            else:
+                                throttle = 0
+                            since, ready = wr.since, wr.ready_at
+                            if ready >= now:
+                                if now > since:
+                                    rows[wr.reason, pc] += now - since
+                            elif ready > since:
+                                rows[wr.reason, pc] += ready - since
+                                rows[NOT_SELECTED, pc] += now - ready
+                            else:
+                                rows[NOT_SELECTED, pc] += now - since
+                            if throttle:
+                                wr.since = now
+                                wr.ready_at, wr.reason = until, throttle
+                                if until < wake:
+                                    wake = until
+                                continue
+                            rows[SELECTED, pc] += 1.0
+                            wr.since = floor
+                            if w != spr.last:
+                                spr.last = w
+                            # (a warp that exits may see its slot reused by the CTA launched after it)
+                            exited = execute(st, sm, sp, w, pc, now)
+                            if st.pairs[pc] and not exited and not wr.at_barrier:
+                                second_issue(st, sm, sp, w, pc, now)
+                            progressed = rescan = True
+                            break
+                    # ---- its next wake ----
+                    if rescan:
+                        wake = INF
+                        for i in range(spr.nw):
+                            wr = st.w[st.sp_warps[sp, i]]
+                            if wr.ready_at < wake and not wr.at_barrier:
+                                wake = wr.ready_at
+                    if wake < floor:
+                        wake = floor
+                    if spr.dispatch_free > wake:
+                        wake = spr.dispatch_free
+                    spr.wake = wake
+                    spr.dirty = False
+                if wake < best:
+                    best = wake
+            if smr.changed:
+                best = catch_up(st, sm, now)
+            if progressed:
+                last_progress = now
+            elif now - last_progress > c.watchdog:
+                smr.now = now
+                return WATCHDOG
+            if smr.n_warps == 0:
+                break
+            if now >= smr.next_check:  # (detailed mode: never)
+                smr.now, smr.clock, smr.last_progress, smr.best = now, clock, last_progress, best
+                smr.checking = True
+                return CHECK
         if best == INF:
             smr.now = now
             return DEADLOCK
@@ -229,6 +271,16 @@ def run(st, sm, env_now, resume):
             return YIELD
     smr.finish = max(now + 1, smr.last_done)
     return DONE
+
+
+@njit
+def short_of_room(st):
+    """Sampled mode: whether the record, row, sector or stride arrays have less room left than one
+    cycle step may take to make up loop iterations (`cfg.room_*`)."""
+    c = st.cfg[0]
+    g = st.glob
+    return (len(st.pcs) - g[P.G_NREC] < c.room_records or len(st.sector_start) - 1 - g[P.G_NROWS] < c.room_rows
+            or len(st.sector_list) - g[P.G_NSEC] < c.room_sectors or len(st.str_row) - g[P.G_NSTR] < c.room_strides)
 
 
 @njit
@@ -377,6 +429,12 @@ def execute(st, sm, sp, w, pc, now):
         smr.last_done = done
     pos += 1
     wr.pos = pos
+    if pos == wr.jump_at:  # sampled mode: the end of a made-up loop iteration
+        P.leave(st, w)
+        pos = wr.pos
+    if pos == wr.gap_at:  # sampled mode: the next loop iteration was left out of the trace
+        P.enter(st, sm, w)
+        pos = wr.pos
     if c.control_mode:
         if st.wbar[pc] >= 0:
             sb_push(st, w, st.wbar[pc], done, long_wait, now)
@@ -396,7 +454,7 @@ def execute(st, sm, sp, w, pc, now):
             if pos >= wr.end:
                 raise RuntimeError("compiled engine: a warp ran out of loaded records")
             smr.starved = True
-    elif pos >= wr.end:
+    elif pos >= wr.end and wr.jump_at < 0:  # (made-up iterations lie past every warp's records)
         exit_warp(st, sm, w, now)
         return True
     t = now + st.stall[pc]
@@ -472,6 +530,8 @@ def access(st, sm, sp, w, kind, pos, pc, now):
     else:
         done, accepted = M.store(st, now, lo, hi, passed)
         M.queue_hold(st, sp * 2 + M.LSU, accepted)
+        if c.sampled:  # (`MemorySystem.stored`: the sectors stores wrote)
+            st.row_stored[row] = 1
     return done, True, start + c.lsu_read
 
 
@@ -539,7 +599,7 @@ def maybe_release(st, sm, slot, now):
                 xr.at_barrier = False
                 st.sp[xr.sp].dirty = True
                 st.sm[sm].changed = True
-                pc = st.pcs[xr.pos - 1]
+                pc = prev_pc(st, xr)
                 cycles = now + 1 - xr.since
                 if cycles > 0:
                     st.stalls[sm, BARRIER_R, pc] += cycles
@@ -549,6 +609,17 @@ def maybe_release(st, sm, slot, now):
                     xr.ready_at, xr.reason = operands_ready(st, x, nxt, t, now)
                 else:
                     xr.ready_at, xr.reason = t, WAIT
+
+
+@njit
+def prev_pc(st, wr):
+    """The instruction of the record before the warp's position in its stream (`x.pcs[x.pos - 1]`:
+    the barrier it waits at, or where the sampler moved it to): the record before it in the arrays,
+    except at the first record of a made-up loop iteration (sampled mode), which follows a back
+    edge, the loop's branch."""
+    if wr.jump_at >= 0 and wr.pos == wr.jump_at - st.lp[wr.gid].length:
+        return st.cfg[0].loop_branch
+    return st.pcs[wr.pos - 1]
 
 
 @njit
@@ -574,7 +645,7 @@ def exit_warp(st, sm, w, now):
     cta = st.cta[wr.cta]
     cta.live -= 1
     if cta.live == 0:
-        cta.used = False  # `_cta_done`
+        cta_done(st, sm, wr.cta, now)
         launch_next(st, sm, now)
     else:
         maybe_release(st, sm, wr.cta, now)

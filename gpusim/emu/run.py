@@ -2,21 +2,29 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
+
 import numpy as np
 
 from gpusim.emu.emulator import Emulator, Launch
 from gpusim.emu.memory import GlobalMemory
 from gpusim.errors import SpecError
 from gpusim.toolchain.listings import load_program
-from gpusim.workloads.spec import DTYPES
+from gpusim.workloads.spec import DTYPES, expr_name
 
 
 def build_launch(workload, program, n: int, seed: int = 0):
-    """(Launch, parameter bytes, GlobalMemory, logical inputs) for problem size n."""
+    """(Launch, parameter bytes, GlobalMemory, logical inputs) for problem size n. The buffers are
+    made in the device memory itself (held once): the logical inputs are read-only views of it
+    (`LaunchInputs`), which the kernel's stores change; `at_launch` gives their values at launch."""
     grid, block, dyn_shared = workload.geometry(n)
-    inputs = workload.make_inputs(n, seed)
-    buffers = {a.name: np.asarray(inputs[a.name]).ravel(order=a.order) for a in workload.args if a.kind == "buffer"}
-    memory = GlobalMemory(buffers)
+    buffers = [a for a in workload.args if a.kind == "buffer"]
+    shapes = {a.name: workload.buffer_shape(a, n) for a in buffers}
+    memory = GlobalMemory({a.name: int(np.prod(shapes[a.name], dtype=np.int64)) * np.dtype(DTYPES[a.dtype]).itemsize
+                           for a in buffers})
+    views = {a.name: memory.logical(a.name, DTYPES[a.dtype], shapes[a.name], a.order) for a in buffers}
+    inputs = LaunchInputs(workload.make_inputs(n, seed, into=views), seed, memory, _referenced(workload))
     if len(program.params) != len(workload.args):
         raise SpecError(f"spec lists {len(workload.args)} arguments but kernel {program.kernel} takes "
                         f"{len(program.params)}", f"{workload.spec_path}: args")
@@ -32,6 +40,46 @@ def build_launch(workload, program, n: int, seed: int = 0):
         start = offset - program.param_base
         params[start:start + size] = raw
     return Launch(grid, block, dyn_shared), bytes(params), memory, inputs
+
+
+class LaunchInputs(dict):
+    """A launch's logical inputs: scalars, and each buffer as a read-only view of its device memory.
+    Remembers what gives their values at launch back (`at_launch`): the seed they were made from and
+    a digest (SHA-256) of each buffer the reference reads, taken before the kernel ran."""
+
+    def __init__(self, values: dict, seed: int, memory, referenced: set):
+        super().__init__(values)
+        for v in values.values():
+            if isinstance(v, np.ndarray):
+                v.flags.writeable = False
+        self.seed, self.memory = seed, memory
+        self.digests = {k: _digest(memory, k) for k in referenced}
+
+
+def _digest(memory, name: str) -> bytes:
+    return hashlib.sha256(memory.read_buffer(name)).digest()
+
+
+def at_launch(workload, inputs: dict, n: int) -> dict:
+    """The inputs as they were at launch: a buffer the reference reads that the kernel changed (an
+    in-place kernel, or a stray store) is made again from the seed; the others stay views of device
+    memory. Inputs not from `build_launch` are taken as they are."""
+    if not isinstance(inputs, LaunchInputs):
+        return inputs
+    changed = {k for k, d in inputs.digests.items() if _digest(inputs.memory, k) != d}
+    if not changed:
+        return inputs
+    return {**inputs, **workload.make_inputs(n, inputs.seed, only=changed)}
+
+
+def _referenced(workload) -> set[str]:
+    """The buffers the reference expressions name (`x`, `in_` for a keyword, `args['in']`)."""
+    tokens = _tokens(workload)
+    return {a.name for a in workload.args if a.kind == "buffer" and (a.name in tokens or expr_name(a.name) in tokens)}
+
+
+def _tokens(workload) -> set[str]:
+    return set(re.findall(r"[A-Za-z_]\w*", " ".join(str(e) for e in workload.reference.values())))
 
 
 def emulate(workload, arch: str, n: int, ctas: list[int] | None = None, record: bool = True, seed: int = 0):
@@ -52,7 +100,9 @@ def check(workload, emu, inputs, n: int) -> dict:
     their global stores wrote are compared (the others were never computed); `elements` says how many
     of the buffer's were. A failed output names its first wrong element: the first (in the logical
     array's C order) whose error exceeds tolerance x the reference's root mean square (one exists
-    whenever the Frobenius test fails), or, for integers, the first that differs."""
+    whenever the Frobenius test fails), or, for integers, the first that differs. The inputs are
+    taken as they were at launch (`at_launch`)."""
+    inputs = at_launch(workload, inputs, n)
     written = None if len(emu.ctas) == emu.launch.n_ctas else stored_words(emu)
     refs = workload.reference_outputs(inputs, n) if written is None else _deferred_references(workload, inputs, n)
     report = {}

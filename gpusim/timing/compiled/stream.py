@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numpy as np
+from numba import njit
 
 from gpusim.timing.compiled import engine as E
 from gpusim.timing.compiled import sm as C
@@ -45,17 +46,17 @@ class Segment:
     complete: np.ndarray
 
 
-def segment_from_trace(gpu, trace, carry: np.ndarray, complete: np.ndarray, totals: dict) -> Segment:
+def segment_from_trace(gpu, trace, carry: np.ndarray, complete: np.ndarray, totals: dict, first_gid: int = 0) -> Segment:
     """A `Segment` of the warps of `trace` (a piece of each one's stream), with the columns `gpu`
-    works out for a whole trace; `carry` (per warp id) continues the reuse cache's state across
-    pieces; `totals` (see `GPU.trace_totals`) gets this piece's counts added."""
+    works out for a whole trace; `carry` (row g - `first_gid` for warp id g) continues the reuse
+    cache's state across pieces; `totals` (see `GPU.trace_totals`) gets this piece's counts added."""
     from gpusim.timing.gpu import global_sector_rows, mem_exec_masks
     from gpusim.timing.precompute import precompute
 
     gids = np.asarray(trace.warp_ids, dtype=np.int64)
-    piece = carry[gids]
+    piece = carry[gids - first_gid]
     cols = precompute(gpu.program, trace, **gpu.precompute_rules, reuse_carry=piece)
-    carry[gids] = piece
+    carry[gids - first_gid] = piece
     rec = trace.records
     kinds = gpu.kind_of_pc[rec["pc_index"]]
     sector_start, sector_list = global_sector_rows(trace, kinds, mem_exec_masks(trace), gpu._sector_shift)
@@ -104,7 +105,9 @@ class Arena:
     whether more will come (`more`); the engine's `warp_begin`, `warp_end`, `warp_more` are these
     arrays themselves. New records go to the arrays' free tail, each warp's still-to-run records
     moved there with them (a warp's records are contiguous); what the warps left behind is garbage,
-    dropped when the tail is full (all live records copied to new arrays, with room to grow)."""
+    dropped when the tail is full (all live records copied to new arrays, with room for about half
+    as much again). Records, their rows and sectors are copied piece by piece (`_copy_pieces`), with
+    no temporary the size of what is copied."""
 
     def __init__(self, n_warps: int):
         self.begin = np.zeros(n_warps, dtype=np.int64)
@@ -114,7 +117,7 @@ class Arena:
         self.sector_start = np.zeros(1, dtype=np.int64)  # row r: sector_list[sector_start[r]:sector_start[r + 1]]
         self.sector_list = np.zeros(0, dtype=np.int64)
         self.n = self.n_rows = self.n_sectors = 0  # used: records, rows, sectors
-        self.live = 0  # records still to run (kept and new) after the last `add`
+        self.live = self.live_sectors = 0  # records (and their sectors) still to run after the last `add`
 
     def arrays(self) -> dict:
         return dict(**self.records, warp_begin=self.begin, warp_end=self.end, warp_more=self.more,
@@ -123,7 +126,8 @@ class Arena:
     def add(self, segments: list[Segment], st=None, queue_from: np.ndarray | None = None) -> None:
         """Append `segments`, keeping the records still to run (of warps running in the engine state
         `st`: from the one before their position, which a barrier's release reads; of the warps
-        `queue_from`, CTAs not launched yet: all). Positions in `st` move with their records."""
+        `queue_from`, CTAs not launched yet: all of those that have some). Positions in `st` move
+        with their records."""
         # what stays: (warp id, first record, end)
         if st is not None:
             slots = np.flatnonzero(running(st))
@@ -136,142 +140,136 @@ class Arena:
         kg = np.concatenate([run_gids, waiting])
         ka = np.concatenate([run_from, self.begin[waiting]])
         kb = self.end[kg]
-        # what comes: the segments' records (one source, concatenated)
-        seg = _concat(segments)
-        sg, sa = seg["gids"], seg["starts"]
-        sb = sa + seg["counts"]
-        incoming = int(seg["counts"].sum())
+        # what comes: the segments' records, each segment a source of its own
+        sg = np.concatenate([s.gids for s in segments]) if segments else np.zeros(0, dtype=np.int64)
+        ss = np.concatenate([np.full(len(s.gids), i + 1, dtype=np.int64) for i, s in enumerate(segments)]) \
+            if segments else np.zeros(0, dtype=np.int64)  # (source 0: the arena)
+        sa = np.concatenate([np.r_[0, np.cumsum(s.counts)[:-1]].astype(np.int64) for s in segments]) \
+            if segments else np.zeros(0, dtype=np.int64)
+        sb = sa + (np.concatenate([s.counts for s in segments]) if segments else np.zeros(0, dtype=np.int64))
+        sources = [(self.records, self.sector_start, self.sector_list)] + \
+                  [(s.records, s.sector_start, s.sector_list) for s in segments]
+        kept_rows, kept_secs = _piece_sizes(sources, np.zeros(len(kg), dtype=np.int64), ka, kb)
+        new_rows, new_secs = _piece_sizes(sources, ss, sa, sb)
+        incoming = int((sb - sa).sum())
         live = int((kb - ka).sum())
         self.live = live + incoming
+        self.live_sectors = int(kept_secs.sum() + new_secs.sum())
         moving = np.isin(kg, sg)  # warps with new records: their kept records move to the tail
-        moved = int((kb - ka)[moving].sum())
-        if self.n + moved + incoming > len(self.records["pcs"]):  # full: drop the garbage, leave room
-            pieces = (kg, ka, kb, sg, sa, sb)
-            capacity = (3 * (live + incoming)) // 2 + (1 << 16)  # (room for about half as much again)
-            moved_from = self._write(seg, pieces, fresh=capacity)
+        need = (self.n + int((kb - ka)[moving].sum()) + incoming, self.n_rows + int(kept_rows[moving].sum() + new_rows.sum()),
+                self.n_sectors + int(kept_secs[moving].sum() + new_secs.sum()))
+        if (need[0] > len(self.records["pcs"]) or need[1] + 1 > len(self.sector_start)
+                or need[2] > len(self.sector_list)):  # full: drop the garbage, leave room
+            rows, secs = int(kept_rows.sum() + new_rows.sum()), self.live_sectors
+            capacity = ((3 * self.live) // 2 + (1 << 16), (3 * rows) // 2 + (1 << 12), (3 * secs) // 2 + (1 << 14))
+            keep = np.ones(len(kg), dtype=bool)
         else:
-            pieces = (kg[moving], ka[moving], kb[moving], sg, sa, sb)
-            moved_from = self._write(seg, pieces)
+            capacity, keep = None, moving
+        pieces = (np.concatenate([kg[keep], sg]), np.concatenate([np.zeros(int(keep.sum()), dtype=np.int64), ss]),
+                  np.concatenate([ka[keep], sa]), np.concatenate([kb[keep], sb]),
+                  np.concatenate([kept_rows[keep], new_rows]), np.concatenate([kept_secs[keep], new_secs]))
+        moved_gids, moved_from = self._write(sources, pieces, capacity)
         # the running warps' positions move with their records
         if len(slots):
             w = st.w
-            moved_from = moved_from[run_gids]
-            mv = moved_from >= 0  # (warps whose records did not move keep their positions)
-            w["pos"][slots[mv]] = self.begin[run_gids[mv]] + (w["pos"][slots[mv]] - moved_from[mv])
+            at = np.searchsorted(moved_gids, run_gids)
+            at[at == len(moved_gids)] = 0
+            mv = (moved_gids[at] == run_gids) if len(moved_gids) else np.zeros(len(run_gids), dtype=bool)
+            w["pos"][slots[mv]] = self.begin[run_gids[mv]] + (w["pos"][slots[mv]] - moved_from[at[mv]])
             w["end"][slots] = self.end[run_gids]
         for s in segments:
             self.more[s.complete] = False
         if len(slots):
             st.w["more"][slots] = self.more[run_gids]
 
-    def _write(self, seg: dict, pieces, fresh: int | None = None) -> np.ndarray:
-        """Copy the pieces (kept ranges of the arena, then segments' ranges; per warp the kept first)
-        to the tail, or to new arrays of `fresh` records (then the pieces are every live warp's).
-        Per warp id: where its kept records began before the copy (-1: none moved)."""
-        kg, ka, kb, sg, sa, sb = pieces
-        pg = np.concatenate([kg, sg])
-        pa = np.concatenate([ka, sa])
-        pb = np.concatenate([kb, sb])
-        part = np.r_[np.zeros(len(kg), dtype=np.int8), np.ones(len(sg), dtype=np.int8)]
-        order = np.lexsort((part, pg))
-        pg, pa, pb, part = pg[order], pa[order], pb[order], part[order]
+    def _write(self, sources, pieces, capacity: tuple | None = None):
+        """Copy the pieces (warp id, source, first record, end, rows, sectors: kept ranges of the
+        arena, source 0, and segments' ranges) to the tail, or to new arrays of `capacity` (records,
+        rows, sectors; then the pieces are every live warp's). Per warp, its pieces go in order, kept
+        ones first. (the warps whose kept records moved, ascending; where their first kept piece began)."""
+        pg, src, pa, pb, rows, secs = pieces
+        order = np.lexsort((src, pg))  # (kept pieces are source 0: first)
+        pg, src, pa, pb, rows, secs = pg[order], src[order], pa[order], pb[order], rows[order], secs[order]
         lengths = pb - pa
         out_start = np.r_[0, np.cumsum(lengths)]
-        total = int(out_start[-1])
-        within = np.arange(total, dtype=np.int64) - np.repeat(out_start[:-1], lengths)
-        src = np.repeat(pa, lengths) + within
-        from_seg = np.repeat(part.astype(bool), lengths)
-        old_at, seg_at = src[~from_seg], src[from_seg]
-        # records
-        out = {}
-        for k, t in RECORD_FIELDS.items():
-            if k == "mem_rows":
-                continue
-            a = np.empty(total, dtype=t)
-            a[~from_seg] = self.records[k][old_at]
-            a[from_seg] = seg["records"][k][seg_at]
-            out[k] = a
-        rows = np.empty(total, dtype=np.int64)
-        rows[~from_seg] = self.records["mem_rows"][old_at]
-        rows[from_seg] = seg["records"]["mem_rows"][seg_at]
-        is_mem = rows >= 0
-        # rows, each with its sectors, in record order
-        r_old = rows[is_mem & ~from_seg]
-        r_seg = rows[is_mem & from_seg]
-        mem_seg = from_seg[is_mem]
-        n_new_rows = int(np.count_nonzero(is_mem))
-        counts = np.empty(n_new_rows, dtype=np.int64)
-        counts[~mem_seg] = self.sector_start[r_old + 1] - self.sector_start[r_old]
-        counts[mem_seg] = seg["sector_start"][r_seg + 1] - seg["sector_start"][r_seg]
-        first = np.empty(n_new_rows, dtype=np.int64)
-        first[~mem_seg] = self.sector_start[r_old]
-        first[mem_seg] = seg["sector_start"][r_seg]
-        sec_out = np.r_[0, np.cumsum(counts)]
-        n_sec = int(sec_out[-1])
-        sec_src = np.repeat(first - sec_out[:-1], counts) + np.arange(n_sec, dtype=np.int64)
-        sec_from_seg = np.repeat(mem_seg, counts)
-        sectors = np.empty(n_sec, dtype=np.int64)
-        sectors[~sec_from_seg] = self.sector_list[sec_src[~sec_from_seg]]
-        sectors[sec_from_seg] = seg["sector_list"][sec_src[sec_from_seg]]
-        # where they go
-        if fresh is not None:
-            cap_rows = 2 * n_new_rows + (1 << 12)
-            cap_sec = 2 * n_sec + (1 << 14)
-            self.records = {k: np.empty(max(fresh, total), dtype=t) for k, t in RECORD_FIELDS.items()}
-            self.sector_start = np.empty(cap_rows + 1, dtype=np.int64)
-            self.sector_list = np.empty(cap_sec, dtype=np.int64)
+        row_start = np.r_[0, np.cumsum(rows)]
+        sec_start = np.r_[0, np.cumsum(secs)]
+        if capacity is not None:
+            self.records = {k: np.empty(max(capacity[0], int(out_start[-1])), dtype=t) for k, t in RECORD_FIELDS.items()}
+            self.sector_start = np.empty(max(capacity[1], int(row_start[-1])) + 1, dtype=np.int64)
+            self.sector_list = np.empty(max(capacity[2], int(sec_start[-1])), dtype=np.int64)
             self.n = self.n_rows = self.n_sectors = 0
             self.sector_start[0] = 0
-        else:
-            if self.n_rows + n_new_rows + 1 > len(self.sector_start):
-                grown = np.empty(2 * (self.n_rows + n_new_rows) + (1 << 12) + 1, dtype=np.int64)
-                grown[:self.n_rows + 1] = self.sector_start[:self.n_rows + 1]
-                self.sector_start = grown
-            if self.n_sectors + n_sec > len(self.sector_list):
-                grown = np.empty(2 * (self.n_sectors + n_sec) + (1 << 14), dtype=np.int64)
-                grown[:self.n_sectors] = self.sector_list[:self.n_sectors]
-                self.sector_list = grown
         at, r0, s0 = self.n, self.n_rows, self.n_sectors
-        for k, a in out.items():
-            self.records[k][at:at + total] = a
-        new_rows = np.full(total, -1, dtype=np.int32)
-        new_rows[is_mem] = np.arange(r0, r0 + n_new_rows, dtype=np.int32)
-        self.records["mem_rows"][at:at + total] = new_rows
-        self.sector_start[r0 + 1:r0 + 1 + n_new_rows] = s0 + sec_out[1:]
-        self.sector_list[s0:s0 + n_sec] = sectors
-        self.n, self.n_rows, self.n_sectors = at + total, r0 + n_new_rows, s0 + n_sec
-        # each moved warp's new range; where its kept records began (for the running warps' positions)
+        d = self.records
+        for i, (records, sector_start, sector_list) in enumerate(sources):  # (source 0, the arena as it was,
+            mine = np.flatnonzero(src == i)                                  # copies to its own tail, or anew)
+            if not len(mine):
+                continue
+            _copy_pieces(pa[mine], pb[mine], at + out_start[mine], r0 + row_start[mine], s0 + sec_start[mine],
+                         records["pcs"], records["mem_rows"], records["regc"], records["wavef"], records["glines"],
+                         sector_start, sector_list, d["pcs"], d["mem_rows"], d["regc"], d["wavef"], d["glines"],
+                         self.sector_start, self.sector_list)
+        self.n, self.n_rows, self.n_sectors = at + int(out_start[-1]), r0 + int(row_start[-1]), s0 + int(sec_start[-1])
+        # each warp's new range; where its first kept piece began (for the running warps' positions)
         first_piece = np.r_[True, pg[1:] != pg[:-1]] if len(pg) else np.zeros(0, dtype=bool)
         last_piece = np.r_[pg[1:] != pg[:-1], True] if len(pg) else np.zeros(0, dtype=bool)
         self.begin[pg[first_piece]] = at + out_start[:-1][first_piece]
         self.end[pg[last_piece]] = at + out_start[1:][last_piece]
-        # a running warp's position p in a kept piece that began at a becomes its new begin + (p - a)
-        kept_first = first_piece & (part == 0)
-        moved_from = np.full(len(self.begin), -1, dtype=np.int64)
-        moved_from[pg[kept_first]] = pa[kept_first]
-        return moved_from
+        kept_first = first_piece & (src == 0)
+        return pg[kept_first], pa[kept_first]
 
 
-def _concat(segments: list[Segment]) -> dict:
-    """The segments as one: warp ids, their records' starts and counts, records, rows, sectors."""
-    if not segments:
-        return {"gids": np.zeros(0, dtype=np.int64), "starts": np.zeros(0, dtype=np.int64),
-                "counts": np.zeros(0, dtype=np.int64), "records": {k: np.zeros(0, dtype=t) for k, t in RECORD_FIELDS.items()},
-                "sector_start": np.zeros(1, dtype=np.int64), "sector_list": np.zeros(0, dtype=np.int64)}
-    counts = np.concatenate([s.counts for s in segments])
-    rows_base = np.cumsum([0] + [len(s.sector_start) - 1 for s in segments])
-    sec_base = np.cumsum([0] + [len(s.sector_list) for s in segments])
-    records = {}
-    for k in RECORD_FIELDS:
-        if k == "mem_rows":
-            records[k] = np.concatenate([np.where(s.records[k] >= 0, s.records[k].astype(np.int64) + rb, -1)
-                                         for s, rb in zip(segments, rows_base)])
-        else:
-            records[k] = np.concatenate([s.records[k] for s in segments])
-    sector_start = np.concatenate([s.sector_start[:-1] + b for s, b in zip(segments, sec_base)] + [sec_base[-1:]])
-    return {"gids": np.concatenate([s.gids for s in segments]), "starts": np.r_[0, np.cumsum(counts)[:-1]].astype(np.int64),
-            "counts": counts, "records": records, "sector_start": sector_start.astype(np.int64),
-            "sector_list": np.concatenate([s.sector_list for s in segments])}
+def _piece_sizes(sources, src: np.ndarray, pa: np.ndarray, pb: np.ndarray):
+    """Per piece (source, first record, end): its rows (global accesses) and their sectors."""
+    rows = np.zeros(len(pa), dtype=np.int64)
+    secs = np.zeros(len(pa), dtype=np.int64)
+    for i, (records, sector_start, _) in enumerate(sources):
+        mine = np.flatnonzero(src == i)
+        if len(mine):
+            _count_pieces(pa[mine], pb[mine], records["mem_rows"], sector_start, mine, rows, secs)
+    return rows, secs
+
+
+@njit(cache=True)
+def _count_pieces(pa, pb, mem_rows, sector_start, where, rows, secs):
+    for i in range(len(pa)):
+        r = 0
+        c = 0
+        for j in range(pa[i], pb[i]):
+            m = mem_rows[j]
+            if m >= 0:
+                r += 1
+                c += sector_start[m + 1] - sector_start[m]
+        rows[where[i]] = r
+        secs[where[i]] = c
+
+
+@njit(cache=True)
+def _copy_pieces(pa, pb, at, row_at, sec_at, pcs, mem_rows, regc, wavef, glines, sector_start, sector_list,
+                 d_pcs, d_mem_rows, d_regc, d_wavef, d_glines, d_sector_start, d_sector_list):
+    """Records pa[i]:pb[i] of a source to at[i].., their rows numbered from row_at[i], their sectors
+    to sec_at[i].. (d_sector_start[row + 1]: the end of each row's sectors)."""
+    for i in range(len(pa)):
+        o = at[i]
+        r = row_at[i]
+        s = sec_at[i]
+        for j in range(pa[i], pb[i]):
+            d_pcs[o] = pcs[j]
+            d_regc[o] = regc[j]
+            d_wavef[o] = wavef[j]
+            d_glines[o] = glines[j]
+            m = mem_rows[j]
+            if m < 0:
+                d_mem_rows[o] = -1
+            else:
+                d_mem_rows[o] = r
+                for c in range(sector_start[m], sector_start[m + 1]):
+                    d_sector_list[s] = sector_list[c]
+                    s += 1
+                r += 1
+                d_sector_start[r] = s
+            o += 1
 
 
 class EmulatorStream:
@@ -286,15 +284,18 @@ class EmulatorStream:
 
         self.gpu, self.program = gpu, program
         self.wpc = launch.warps_per_cta
-        self.groups = [list(ctas[i:i + group]) for i in range(0, len(ctas), group)]
-        if len(self.groups) > 1 and len(self.groups[-1]) < group:  # a last, partial group joins the one before:
-            self.groups[-2:] = [self.groups[-2] + self.groups[-1]]  # (the emulator's cost is per step, and per lane)
-        self.group_of = {c: i for i, g in enumerate(self.groups) for c in g}
+        self.ctas = np.asarray(ctas, dtype=np.int64)
+        if len(self.ctas) and not (np.diff(self.ctas) == 1).all():
+            raise ValueError("a streamed run emulates consecutive CTAs in launch order")
+        # group g: CTAs ctas[g * group:(g + 1) * group]; a last, partial group joins the one before
+        # (the emulator's cost is per step, and per lane)
+        self.group, self.n_groups = group, max(1, len(ctas) // group)
         self._make = lambda cs: Emulator(program, launch, params, memory, ctas=cs)
         self.emus: dict[int, object] = {}
         self.finished: set[int] = set()
+        self.started_to = 0  # the CTAs (of `ctas`, from the first) of the groups started so far
         self.slice_steps, self.slice_bytes = slice_steps, slice_bytes
-        self.carry = None
+        self.carry: dict[int, np.ndarray] = {}  # per group being emulated: its warps' reuse-cache state
         self.totals = new_totals(len(program))
         self.memory, self.launch = memory, launch
         self.warp_instructions = 0
@@ -310,9 +311,12 @@ class EmulatorStream:
 
         if g in self.finished:
             return None
+        lo, hi = self.span(g)
         emu = self.emus.get(g)
         if emu is None:
-            emu = self.emus[g] = self._make(self.groups[g])
+            emu = self.emus[g] = self._make([int(c) for c in self.ctas[lo:hi]])
+            self.carry[g] = np.full(((hi - lo) * self.wpc, operand_table(self.program)[0].shape[1]), -1, dtype=np.int32)
+            self.started_to = max(self.started_to, hi)
         if ctas is None:
             emu.frozen[:] = False
         else:
@@ -321,9 +325,6 @@ class EmulatorStream:
         done = emu.run_for(self.slice_steps, self.slice_bytes)
         t1 = time.perf_counter()
         self.seconds["emulate"] += t1 - t0
-        if self.carry is None:
-            self.carry = np.full((self.launch.n_ctas * self.wpc, operand_table(self.program)[0].shape[1]), -1,
-                                 dtype=np.int32)
         n_local = len(emu.warp_cta)
         gids = np.asarray(emu.ctas, dtype=np.int64)[emu.warp_cta] * self.wpc + np.arange(n_local) % self.wpc
         complete = gids[emu.done]  # (warps that have exited: their streams end with this slice or before)
@@ -332,7 +333,7 @@ class EmulatorStream:
             emu.take_log()
             t2 = time.perf_counter()
             self.seconds["trace"] += t2 - t1
-            seg = segment_from_trace(self.gpu, trace, self.carry, complete, self.totals)
+            seg = segment_from_trace(self.gpu, trace, self.carry[g], complete, self.totals, int(self.ctas[lo]) * self.wpc)
             self.seconds["columns"] += time.perf_counter() - t2
         else:
             seg = Segment(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
@@ -341,8 +342,15 @@ class EmulatorStream:
         if done:
             self.warp_instructions += emu.warp_instructions
             self.finished.add(g)
-            del self.emus[g]
+            del self.emus[g], self.carry[g]
         return seg
+
+    def span(self, g: int) -> tuple[int, int]:
+        """Group g's CTAs: ctas[first:end]."""
+        return g * self.group, len(self.ctas) if g == self.n_groups - 1 else (g + 1) * self.group
+
+    def group_of(self, cta: int) -> int:
+        return min((cta - int(self.ctas[0])) // self.group, self.n_groups - 1)
 
     def checked_run(self):
         """What `emu.run.verify` needs of an emulator run: the whole grid's, on the one memory."""
@@ -358,6 +366,8 @@ def run_streamed(gpu, occ, ctas: list[int]):
     cfg = gpu.cfg
     wpc = gpu.warps_per_cta
     queue = np.asarray(ctas, dtype=np.int64)
+    if not np.array_equal(queue, stream.ctas):
+        raise RuntimeError("streamed run: the CTA queue is not the stream's CTAs")
     ahead = cfg.sm_count * occ.ctas_per_sm  # CTAs kept ready to launch: a full wave
     arena = Arena(gpu._grid_ctas() * wpc)
     warps = np.arange(wpc)
@@ -385,9 +395,9 @@ def run_streamed(gpu, occ, ctas: list[int]):
                     # emulator's batches are warps at one PC, and its fast paths want contiguous warps;
                     # CTAs left out split them (refilling only the CTAs below a few slices' worth,
                     # sgemm_maxas_64 h100 2048 spent 94-170 s emulating, 13 s this way)
-                    groups = {stream.group_of[int(c)] for c in np.unique(st.w["gid"][short] // wpc)}
+                    groups = {stream.group_of(int(c)) for c in np.unique(st.w["gid"][short] // wpc)}
                     for c in np.unique(st.w["gid"][streaming] // wpc):
-                        g = stream.group_of[int(c)]
+                        g = stream.group_of(int(c))
                         if g in groups:
                             want.setdefault(g, set()).add(int(c))
             while primed < len(queue) and ready(primed):
@@ -395,14 +405,15 @@ def run_streamed(gpu, occ, ctas: list[int]):
             for i in range(primed, min(len(queue), nxt + ahead)):
                 if not ready(i):
                     c = int(queue[i])
-                    want.setdefault(stream.group_of[c], set()).add(c)
+                    want.setdefault(stream.group_of(c), set()).add(c)
             if not want:
                 return primed
             roomy = arena.live < FREE_RECORDS  # (then every CTA of a group goes on)
             segments = [s for g in sorted(want) if (s := stream.slice(g, None if roomy else want[g])) is not None]
             t = time.perf_counter()
             waiting = int(np.count_nonzero(arena.more))
-            arena.add(segments, st, (queue[nxt:, None] * wpc + warps).ravel())
+            # (the CTAs not launched yet that may have records: those of the groups started)
+            arena.add(segments, st, (queue[nxt:max(nxt, stream.started_to), None] * wpc + warps).ravel())
             adds[0] += 1
             if adds[0] % TRIM_EVERY == 0:
                 _trim_heap()

@@ -501,7 +501,7 @@ def global_sector_rows(trace, record_kinds, mem_exec, shift: int, chunk: int = 6
         first &= sec != never
         counts[r] = first.sum(axis=1)
         parts.append(sec[first])  # row-major: row by row, each ascending
-    sectors = np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+    sectors = np.concatenate(parts).view(np.int64) if parts else np.zeros(0, dtype=np.int64)  # (addresses < 2^63)
     return np.r_[0, np.cumsum(counts)].astype(np.int64), sectors  # rows are ascending, so are their runs
 
 

@@ -101,6 +101,9 @@ def trace_arrays(gpu) -> dict:
     if gpu._sector_start is None:
         gpu._global_sectors()
     starts = np.asarray(gpu._warp_start, dtype=np.int64)
+    if starts[-1] >= 1 << 31:
+        raise RuntimeError("compiled engine: a trace of more than 2^31 records (warp positions are 32-bit)")
+    starts = starts.astype(np.int32)
     return dict(pcs=np.ascontiguousarray(rec["pc_index"], dtype=np.int32),
                 mem_rows=np.ascontiguousarray(rec["mem_row"], dtype=np.int32),
                 regc=np.ascontiguousarray(gpu.cols["reg_conflict_cycles"], dtype=np.int8),

@@ -104,20 +104,21 @@ class Arena:
     """The records the engine can read: per warp id, `begin` .. `end` in the record arrays, and
     whether more will come (`more`); the engine's `warp_begin`, `warp_end`, `warp_more` are these
     arrays themselves. New records go to the arrays' free tail, each warp's still-to-run records
-    moved there with them (a warp's records are contiguous); what the warps left behind is garbage,
-    dropped when the tail is full (all live records copied to new arrays, with room for about half
-    as much again). Records, their rows and sectors are copied piece by piece (`_copy_pieces`), with
-    no temporary the size of what is copied."""
+    moved there with them (a warp's records are contiguous); what the warps left behind is garbage.
+    When the tail is full, the live records are moved down over the garbage, in place, in the order
+    they lie (each lands at or below where it was); only when that leaves too little room do the
+    arrays grow (to 1.5x what is needed). Records, their rows and sectors are copied piece by piece
+    (`_copy_pieces`), with no temporary the size of what is copied."""
 
     def __init__(self, n_warps: int):
-        self.begin = np.zeros(n_warps, dtype=np.int64)
-        self.end = np.zeros(n_warps, dtype=np.int64)
+        self.begin = np.zeros(n_warps, dtype=np.int32)  # (32-bit: 64 MB instead of 128 at 16384^2 AA^T's 8.4 M warps)
+        self.end = np.zeros(n_warps, dtype=np.int32)
         self.more = np.ones(n_warps, dtype=np.bool_)
         self.records = {k: np.zeros(0, dtype=t) for k, t in RECORD_FIELDS.items()}
         self.sector_start = np.zeros(1, dtype=np.int64)  # row r: sector_list[sector_start[r]:sector_start[r + 1]]
         self.sector_list = np.zeros(0, dtype=np.int64)
         self.n = self.n_rows = self.n_sectors = 0  # used: records, rows, sectors
-        self.live = self.live_sectors = 0  # records (and their sectors) still to run after the last `add`
+        self.live = 0  # records still to run after the last `add`
 
     def arrays(self) -> dict:
         return dict(**self.records, warp_begin=self.begin, warp_end=self.end, warp_more=self.more,
@@ -138,72 +139,104 @@ class Arena:
         waiting = np.zeros(0, dtype=np.int64) if queue_from is None else queue_from
         waiting = waiting[self.end[waiting] > self.begin[waiting]]
         kg = np.concatenate([run_gids, waiting])
-        ka = np.concatenate([run_from, self.begin[waiting]])
-        kb = self.end[kg]
-        # what comes: the segments' records, each segment a source of its own
-        sg = np.concatenate([s.gids for s in segments]) if segments else np.zeros(0, dtype=np.int64)
+        ka = np.concatenate([run_from, self.begin[waiting]]).astype(np.int64)
+        kb = self.end[kg].astype(np.int64)
+        # what comes: the segments' records, each segment a source of its own (source 0: the arena)
+        none = np.zeros(0, dtype=np.int64)
+        sg = np.concatenate([s.gids for s in segments]) if segments else none
         ss = np.concatenate([np.full(len(s.gids), i + 1, dtype=np.int64) for i, s in enumerate(segments)]) \
-            if segments else np.zeros(0, dtype=np.int64)  # (source 0: the arena)
-        sa = np.concatenate([np.r_[0, np.cumsum(s.counts)[:-1]].astype(np.int64) for s in segments]) \
-            if segments else np.zeros(0, dtype=np.int64)
-        sb = sa + (np.concatenate([s.counts for s in segments]) if segments else np.zeros(0, dtype=np.int64))
-        sources = [(self.records, self.sector_start, self.sector_list)] + \
-                  [(s.records, s.sector_start, s.sector_list) for s in segments]
-        kept_rows, kept_secs = _piece_sizes(sources, np.zeros(len(kg), dtype=np.int64), ka, kb)
-        new_rows, new_secs = _piece_sizes(sources, ss, sa, sb)
-        incoming = int((sb - sa).sum())
-        live = int((kb - ka).sum())
-        self.live = live + incoming
-        self.live_sectors = int(kept_secs.sum() + new_secs.sum())
+            if segments else none
+        sa = np.concatenate([np.r_[0, np.cumsum(s.counts)[:-1]].astype(np.int64) for s in segments]) if segments else none
+        sb = sa + (np.concatenate([s.counts for s in segments]) if segments else none)
+        sources = [None] + [(s.records, s.sector_start, s.sector_list) for s in segments]
+        self.live = int((kb - ka).sum() + (sb - sa).sum())
         moving = np.isin(kg, sg)  # warps with new records: their kept records move to the tail
-        need = (self.n + int((kb - ka)[moving].sum()) + incoming, self.n_rows + int(kept_rows[moving].sum() + new_rows.sum()),
-                self.n_sectors + int(kept_secs[moving].sum() + new_secs.sum()))
-        if (need[0] > len(self.records["pcs"]) or need[1] + 1 > len(self.sector_start)
-                or need[2] > len(self.sector_list)):  # full: drop the garbage, leave room
-            rows, secs = int(kept_rows.sum() + new_rows.sum()), self.live_sectors
-            capacity = ((3 * self.live) // 2 + (1 << 16), (3 * rows) // 2 + (1 << 12), (3 * secs) // 2 + (1 << 14))
-            keep = np.ones(len(kg), dtype=bool)
-        else:
-            capacity, keep = None, moving
-        pieces = (np.concatenate([kg[keep], sg]), np.concatenate([np.zeros(int(keep.sum()), dtype=np.int64), ss]),
-                  np.concatenate([ka[keep], sa]), np.concatenate([kb[keep], sb]),
-                  np.concatenate([kept_rows[keep], new_rows]), np.concatenate([kept_secs[keep], new_secs]))
-        moved_gids, moved_from = self._write(sources, pieces, capacity)
-        # the running warps' positions move with their records
-        if len(slots):
-            w = st.w
-            at = np.searchsorted(moved_gids, run_gids)
-            at[at == len(moved_gids)] = 0
-            mv = (moved_gids[at] == run_gids) if len(moved_gids) else np.zeros(len(run_gids), dtype=bool)
-            w["pos"][slots[mv]] = self.begin[run_gids[mv]] + (w["pos"][slots[mv]] - moved_from[at[mv]])
-            w["end"][slots] = self.end[run_gids]
+        mg, ma, mb = kg[moving], ka[moving], kb[moving]
+        kept_rows, kept_secs = _piece_sizes(self._sources(sources), np.zeros(len(mg), dtype=np.int64), ma, mb)
+        new_rows, new_secs = _piece_sizes(self._sources(sources), ss, sa, sb)
+        tail = (int((mb - ma).sum() + (sb - sa).sum()), int(kept_rows.sum() + new_rows.sum()),
+                int(kept_secs.sum() + new_secs.sum()))
+        if not self._room(tail):  # full: the live records down over the garbage
+            self._compact(kg, ka, kb, st, slots, run_gids)
+            ma, mb = self.begin[mg].astype(np.int64), self.end[mg].astype(np.int64)
+            if not self._room(tail):
+                self._grow(tail)
+        pieces = (np.concatenate([mg, sg]), np.concatenate([np.zeros(len(mg), dtype=np.int64), ss]),
+                  np.concatenate([ma, sa]), np.concatenate([mb, sb]),
+                  np.concatenate([kept_rows, new_rows]), np.concatenate([kept_secs, new_secs]))
+        moved_gids, moved_from = self._write(self._sources(sources), pieces)
+        self._follow(st, slots, run_gids, moved_gids, moved_from)
         for s in segments:
             self.more[s.complete] = False
         if len(slots):
             st.w["more"][slots] = self.more[run_gids]
 
-    def _write(self, sources, pieces, capacity: tuple | None = None):
-        """Copy the pieces (warp id, source, first record, end, rows, sectors: kept ranges of the
-        arena, source 0, and segments' ranges) to the tail, or to new arrays of `capacity` (records,
-        rows, sectors; then the pieces are every live warp's). Per warp, its pieces go in order, kept
-        ones first. (the warps whose kept records moved, ascending; where their first kept piece began)."""
+    def _sources(self, sources: list) -> list:
+        """The sources with the arena itself, as it is now, for source 0."""
+        return [(self.records, self.sector_start, self.sector_list)] + sources[1:]
+
+    def _room(self, need: tuple) -> bool:
+        return (self.n + need[0] <= len(self.records["pcs"]) and self.n_rows + need[1] + 1 <= len(self.sector_start)
+                and self.n_sectors + need[2] <= len(self.sector_list))
+
+    def _follow(self, st, slots, run_gids, moved_gids, moved_from) -> None:
+        """The running warps' positions follow their records (`moved_gids`, ascending, whose first
+        kept record was at `moved_from` and is now at their `begin`)."""
+        if not len(slots):
+            return
+        w = st.w
+        if len(moved_gids):
+            at = np.minimum(np.searchsorted(moved_gids, run_gids), len(moved_gids) - 1)
+            mv = moved_gids[at] == run_gids
+            w["pos"][slots[mv]] = self.begin[run_gids[mv]] + (w["pos"][slots[mv]] - moved_from[at[mv]])
+        w["end"][slots] = self.end[run_gids]
+
+    def _compact(self, kg, ka, kb, st, slots, run_gids) -> None:
+        """Move the kept pieces (warp, first record, end) to the arrays' start, in the order they
+        lie: each lands at or below where it was, so that copying forward never overwrites what is
+        still to be read."""
+        order = np.argsort(ka, kind="stable")
+        kg, ka, kb = kg[order], ka[order], kb[order]
+        src = np.zeros(len(kg), dtype=np.int64)
+        rows, secs = _piece_sizes(self._sources([None]), src, ka, kb)
+        self.n = self.n_rows = self.n_sectors = 0
+        moved_gids, moved_from = self._write(self._sources([None]), (kg, src, ka, kb, rows, secs), sort=False)
+        self._follow(st, slots, run_gids, moved_gids, moved_from)
+
+    def _grow(self, need: tuple) -> None:
+        """Arrays of 1.5x what the records kept and `need` take (same places)."""
+        total = (self.n + need[0], self.n_rows + need[1], self.n_sectors + need[2])
+        if total[0] >= 1 << 31:
+            raise RuntimeError("streamed arena: more than 2^31 records to keep")
+        records = {}
+        for k, t in RECORD_FIELDS.items():
+            records[k] = np.empty((3 * total[0]) // 2 + (1 << 16), dtype=t)
+            records[k][:self.n] = self.records[k][:self.n]
+        self.records = records
+        sector_start = np.empty((3 * total[1]) // 2 + (1 << 12) + 1, dtype=np.int64)
+        sector_start[:self.n_rows + 1] = self.sector_start[:self.n_rows + 1]
+        self.sector_start = sector_start
+        sector_list = np.empty((3 * total[2]) // 2 + (1 << 14), dtype=np.int64)
+        sector_list[:self.n_sectors] = self.sector_list[:self.n_sectors]
+        self.sector_list = sector_list
+
+    def _write(self, sources, pieces, sort: bool = True):
+        """Copy the pieces (warp id, source, first record, end, rows, sectors: ranges of the arena,
+        source 0, and of segments) to the tail, each warp's in order (`sort`: by warp, its kept
+        piece first; else in the order given). (the warps whose source-0 piece moved, ascending;
+        where that piece began)."""
         pg, src, pa, pb, rows, secs = pieces
-        order = np.lexsort((src, pg))  # (kept pieces are source 0: first)
-        pg, src, pa, pb, rows, secs = pg[order], src[order], pa[order], pb[order], rows[order], secs[order]
+        if sort:
+            order = np.lexsort((src, pg))
+            pg, src, pa, pb, rows, secs = pg[order], src[order], pa[order], pb[order], rows[order], secs[order]
         lengths = pb - pa
         out_start = np.r_[0, np.cumsum(lengths)]
         row_start = np.r_[0, np.cumsum(rows)]
         sec_start = np.r_[0, np.cumsum(secs)]
-        if capacity is not None:
-            self.records = {k: np.empty(max(capacity[0], int(out_start[-1])), dtype=t) for k, t in RECORD_FIELDS.items()}
-            self.sector_start = np.empty(max(capacity[1], int(row_start[-1])) + 1, dtype=np.int64)
-            self.sector_list = np.empty(max(capacity[2], int(sec_start[-1])), dtype=np.int64)
-            self.n = self.n_rows = self.n_sectors = 0
-            self.sector_start[0] = 0
         at, r0, s0 = self.n, self.n_rows, self.n_sectors
         d = self.records
-        for i, (records, sector_start, sector_list) in enumerate(sources):  # (source 0, the arena as it was,
-            mine = np.flatnonzero(src == i)                                  # copies to its own tail, or anew)
+        for i, (records, sector_start, sector_list) in enumerate(sources):
+            mine = np.flatnonzero(src == i)
             if not len(mine):
                 continue
             _copy_pieces(pa[mine], pb[mine], at + out_start[mine], r0 + row_start[mine], s0 + sec_start[mine],
@@ -211,13 +244,14 @@ class Arena:
                          sector_start, sector_list, d["pcs"], d["mem_rows"], d["regc"], d["wavef"], d["glines"],
                          self.sector_start, self.sector_list)
         self.n, self.n_rows, self.n_sectors = at + int(out_start[-1]), r0 + int(row_start[-1]), s0 + int(sec_start[-1])
-        # each warp's new range; where its first kept piece began (for the running warps' positions)
+        # each warp's new range (a warp's pieces are consecutive); where its source-0 piece began
         first_piece = np.r_[True, pg[1:] != pg[:-1]] if len(pg) else np.zeros(0, dtype=bool)
         last_piece = np.r_[pg[1:] != pg[:-1], True] if len(pg) else np.zeros(0, dtype=bool)
         self.begin[pg[first_piece]] = at + out_start[:-1][first_piece]
         self.end[pg[last_piece]] = at + out_start[1:][last_piece]
-        kept_first = first_piece & (src == 0)
-        return pg[kept_first], pa[kept_first]
+        kept = first_piece & (src == 0)
+        order = np.argsort(pg[kept], kind="stable")
+        return pg[kept][order], pa[kept][order]
 
 
 def _piece_sizes(sources, src: np.ndarray, pa: np.ndarray, pb: np.ndarray):
@@ -409,16 +443,22 @@ def run_streamed(gpu, occ, ctas: list[int]):
             if not want:
                 return primed
             roomy = arena.live < FREE_RECORDS  # (then every CTA of a group goes on)
-            segments = [s for g in sorted(want) if (s := stream.slice(g, None if roomy else want[g])) is not None]
-            t = time.perf_counter()
             waiting = int(np.count_nonzero(arena.more))
-            # (the CTAs not launched yet that may have records: those of the groups started)
-            arena.add(segments, st, (queue[nxt:max(nxt, stream.started_to), None] * wpc + warps).ravel())
-            adds[0] += 1
-            if adds[0] % TRIM_EVERY == 0:
-                _trim_heap()
-            stream.seconds["arena"] += time.perf_counter() - t
-            if not any(len(s.counts) for s in segments) and np.count_nonzero(arena.more) == waiting:
+            made = False
+            for g in sorted(want):  # each slice goes to the arena as it is made (one slice's records in memory)
+                seg = stream.slice(g, None if roomy else want[g])
+                if seg is None:
+                    continue
+                made |= len(seg.counts) > 0
+                t = time.perf_counter()
+                # (the CTAs not launched yet that may have records: those of the groups started)
+                arena.add([seg], st, (queue[nxt:max(nxt, stream.started_to), None] * wpc + warps).ravel())
+                del seg
+                adds[0] += 1
+                if adds[0] % TRIM_EVERY == 0:
+                    _trim_heap()
+                stream.seconds["arena"] += time.perf_counter() - t
+            if not made and np.count_nonzero(arena.more) == waiting:
                 # (an emulator always moves on: its warps run, or exit, or it reports a deadlock)
                 raise RuntimeError(f"streamed trace: groups {sorted(want)} made no records and ended no warps")
 

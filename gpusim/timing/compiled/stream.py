@@ -30,6 +30,7 @@ from gpusim.timing.static import GLOAD, SMEM
 # (dgemm_unroll gtx970 512: a group of 13 + 3 CTAs, the 3 apart: 0.86 M/s end to end, together 1.2)
 FREE_RECORDS = 4 << 20
 TRIM_EVERY = 20  # arena updates between two `_trim_heap` calls
+RELEASE_WARPS = 1 << 20  # the arena's per-warp entries of finished CTAs go back to the system this many at a time
 RECORD_FIELDS = {"pcs": np.int32, "mem_rows": np.int32, "regc": np.int8, "wavef": np.int16, "glines": np.int8}
 
 
@@ -93,6 +94,24 @@ def _trim_heap() -> None:
         pass
 
 
+def _give_back(a: np.ndarray, lo: int, hi: int) -> None:
+    """Give the whole pages of a[lo:hi] back to the system (madvise MADV_DONTNEED: they read as zeros
+    after); nothing where that is not available."""
+    try:
+        import ctypes
+        import mmap
+
+        page = mmap.PAGESIZE
+        start = -(-(a.ctypes.data + lo * a.itemsize) // page) * page
+        end = (a.ctypes.data + hi * a.itemsize) // page * page
+        if end > start:
+            libc = ctypes.CDLL(None)
+            libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+            libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), 4)  # MADV_DONTNEED (Linux, BSD)
+    except (OSError, AttributeError, ValueError):
+        pass
+
+
 def running(st) -> np.ndarray:
     """Per warp slot of the engine state `st`: whether a warp runs there (its CTA slot is in use and
     it has not exited; warp slot w belongs to CTA slot w // warps per CTA)."""
@@ -119,6 +138,17 @@ class Arena:
         self.sector_list = np.zeros(0, dtype=np.int64)
         self.n = self.n_rows = self.n_sectors = 0  # used: records, rows, sectors
         self.live = 0  # records still to run after the last `add`
+        self.released = 0  # the warps whose `begin`, `end`, `more` pages went back to the system
+
+    def release(self, below: int) -> None:
+        """The warps below `below` (warp ids) are done and read no more (their CTAs finished; none
+        runs or waits to launch): give their pages of `begin`, `end` and `more` back, a million
+        warps at a time (these fill as a run goes on: 72 MB at 16384^2 AA^T's 8.4 M warps)."""
+        if below - self.released < RELEASE_WARPS:
+            return
+        for a in (self.begin, self.end, self.more):
+            _give_back(a, 0, below)  # (from the start: pages given back before cost nothing, a page cut off is whole now)
+        self.released = below
 
     def arrays(self) -> dict:
         return dict(**self.records, warp_begin=self.begin, warp_end=self.end, warp_more=self.more,
@@ -472,6 +502,9 @@ def run_streamed(gpu, occ, ctas: list[int]):
             break
         primed = fill(st, int(st.glob[C.G_PRIMED]))
         st.glob[C.G_PRIMED] = primed
+        nxt, run = int(st.glob[C.G_NEXT]), st.w["gid"][running(st)]
+        arena.release(min(int(queue[nxt]) * wpc if nxt < len(queue) else len(arena.begin),
+                          int(run.min()) if len(run) else len(arena.begin)))
         st = st._replace(**arena.arrays())
     sms, memory = E.results(gpu, st, status, m)
     return sms, memory, stream.totals

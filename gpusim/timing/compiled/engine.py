@@ -24,6 +24,7 @@ from gpusim.timing import stalls as S
 from gpusim.timing.compiled import lru as L
 from gpusim.timing.compiled import sm as C
 from gpusim.timing.mem import L1, MemorySystem
+from gpusim.timing.gpu import sector_deltas
 from gpusim.timing.mem.l2 import memory_counters
 from gpusim.timing.sm import SM
 
@@ -54,9 +55,10 @@ STAGE = np.dtype([("rate", "f8"), ("free", "f8")])
 State = namedtuple("State", [
     "cfg", "mem", "w", "cta", "sp", "sm", "q", "q_buf", "stage",
     # the trace: per record (pcs, mem_rows, regc, wavef, glines), per warp (where its loaded records begin
-    # and end, whether more will come: streaming), per global access row its sectors
+    # and end, whether more will come: streaming), per global access row its sectors (sector_base[row] +
+    # sector_list[sector_start[row]:sector_start[row + 1]]: 32-bit distances from the row's first, gpu.sector_deltas)
     "pcs", "mem_rows", "regc", "wavef", "glines", "warp_begin", "warp_end", "warp_more", "sector_start",
-    "sector_list",
+    "sector_list", "sector_base",
     # per static instruction (static.IssueFacts)
     "kind", "pipe", "occupancy", "latency", "stall", "wbar", "rbar", "writes", "readonly", "warp_bytes",
     "result_reason", "is_mem", "queue", "busy_reason", "operand_wait", "wait_mask", "depbar_b", "depbar_k",
@@ -111,7 +113,7 @@ def trace_arrays(gpu) -> dict:
                 glines=np.ascontiguousarray(gpu.cols["glines"], dtype=np.int8),
                 warp_begin=starts[:-1].copy(), warp_end=starts[1:].copy(), warp_more=np.zeros(len(starts) - 1, dtype=np.bool_),
                 sector_start=np.asarray(gpu._sector_start, dtype=np.int64),
-                sector_list=np.asarray(gpu._sector_list, dtype=np.int64))
+                **dict(zip(("sector_base", "sector_list"), sector_deltas(gpu._sector_start, gpu._sector_list))))
 
 
 def build(gpu, occ, ctas, arrays: dict, primed: int | None = None) -> State:
@@ -266,6 +268,7 @@ def _as_state(owned):
     st.warp_more = _borrowed(owned.warp_more)
     st.sector_start = _borrowed(owned.sector_start)
     st.sector_list = _borrowed(owned.sector_list)
+    st.sector_base = _borrowed(owned.sector_base)
     st.kind = _borrowed(owned.kind)
     st.pipe = _borrowed(owned.pipe)
     st.occupancy = _borrowed(owned.occupancy)

@@ -37,13 +37,15 @@ RECORD_FIELDS = {"pcs": np.int32, "mem_rows": np.int32, "regc": np.int8, "wavef"
 @dataclass
 class Segment:
     """Records of some warps, each warp's contiguous and in order: warp `gids[i]` has `counts[i]` of
-    them; `mem_rows` index `sector_start` (the segment's own rows; -1: none); `complete`: the warps
-    whose streams end here."""
+    them; `mem_rows` index `sector_start` (the segment's own rows; -1: none; row r's sectors are
+    sector_base[r] + sector_list[sector_start[r]:sector_start[r + 1]], `gpu.sector_deltas`);
+    `complete`: the warps whose streams end here."""
     gids: np.ndarray
     counts: np.ndarray
     records: dict
     sector_start: np.ndarray
     sector_list: np.ndarray
+    sector_base: np.ndarray
     complete: np.ndarray
 
 
@@ -51,7 +53,7 @@ def segment_from_trace(gpu, trace, carry: np.ndarray, complete: np.ndarray, tota
     """A `Segment` of the warps of `trace` (a piece of each one's stream), with the columns `gpu`
     works out for a whole trace; `carry` (row g - `first_gid` for warp id g) continues the reuse
     cache's state across pieces; `totals` (see `GPU.trace_totals`) gets this piece's counts added."""
-    from gpusim.timing.gpu import global_sector_rows, mem_exec_masks
+    from gpusim.timing.gpu import global_sector_rows, mem_exec_masks, sector_deltas
     from gpusim.timing.precompute import precompute
 
     gids = np.asarray(trace.warp_ids, dtype=np.int64)
@@ -61,6 +63,7 @@ def segment_from_trace(gpu, trace, carry: np.ndarray, complete: np.ndarray, tota
     rec = trace.records
     kinds = gpu.kind_of_pc[rec["pc_index"]]
     sector_start, sector_list = global_sector_rows(trace, kinds, mem_exec_masks(trace), gpu._sector_shift)
+    sector_base, sector_list = sector_deltas(sector_start, sector_list)
     smem = kinds == SMEM
     totals["executed"] += np.bincount(rec["pc_index"], minlength=len(gpu.program))
     totals["smem_accesses"] += int(np.count_nonzero(smem))
@@ -73,7 +76,7 @@ def segment_from_trace(gpu, trace, carry: np.ndarray, complete: np.ndarray, tota
     records = {"pcs": rec["pc_index"], "mem_rows": rec["mem_row"], "regc": cols["reg_conflict_cycles"],
                "wavef": cols["smem_wavefronts"], "glines": cols["glines"]}
     return Segment(gids, counts, {k: np.ascontiguousarray(v, dtype=RECORD_FIELDS[k]) for k, v in records.items()},
-                   sector_start, sector_list, complete)
+                   sector_start, sector_list, sector_base, complete)
 
 
 def new_totals(n_pc: int) -> dict:
@@ -135,7 +138,8 @@ class Arena:
         self.more = np.ones(n_warps, dtype=np.bool_)
         self.records = {k: np.zeros(0, dtype=t) for k, t in RECORD_FIELDS.items()}
         self.sector_start = np.zeros(1, dtype=np.int64)  # row r: sector_list[sector_start[r]:sector_start[r + 1]]
-        self.sector_list = np.zeros(0, dtype=np.int64)
+        self.sector_list = np.zeros(0, dtype=np.int32)  # (+ sector_base[r]: the row's sectors)
+        self.sector_base = np.zeros(0, dtype=np.int64)
         self.n = self.n_rows = self.n_sectors = 0  # used: records, rows, sectors
         self.live = 0  # records still to run after the last `add`
         self.released = 0  # the warps whose `begin`, `end`, `more` pages went back to the system
@@ -152,7 +156,7 @@ class Arena:
 
     def arrays(self) -> dict:
         return dict(**self.records, warp_begin=self.begin, warp_end=self.end, warp_more=self.more,
-                    sector_start=self.sector_start, sector_list=self.sector_list)
+                    sector_start=self.sector_start, sector_list=self.sector_list, sector_base=self.sector_base)
 
     def add(self, segments: list[Segment], st=None, queue_from: np.ndarray | None = None) -> None:
         """Append `segments`, keeping the records still to run (of warps running in the engine state
@@ -178,7 +182,7 @@ class Arena:
             if segments else none
         sa = np.concatenate([np.r_[0, np.cumsum(s.counts)[:-1]].astype(np.int64) for s in segments]) if segments else none
         sb = sa + (np.concatenate([s.counts for s in segments]) if segments else none)
-        sources = [None] + [(s.records, s.sector_start, s.sector_list) for s in segments]
+        sources = [None] + [(s.records, s.sector_start, s.sector_list, s.sector_base) for s in segments]
         self.live = int((kb - ka).sum() + (sb - sa).sum())
         moving = np.isin(kg, sg)  # warps with new records: their kept records move to the tail
         mg, ma, mb = kg[moving], ka[moving], kb[moving]
@@ -203,7 +207,7 @@ class Arena:
 
     def _sources(self, sources: list) -> list:
         """The sources with the arena itself, as it is now, for source 0."""
-        return [(self.records, self.sector_start, self.sector_list)] + sources[1:]
+        return [(self.records, self.sector_start, self.sector_list, self.sector_base)] + sources[1:]
 
     def _room(self, need: tuple) -> bool:
         return (self.n + need[0] <= len(self.records["pcs"]) and self.n_rows + need[1] + 1 <= len(self.sector_start)
@@ -246,7 +250,10 @@ class Arena:
         sector_start = np.empty((3 * total[1]) // 2 + (1 << 12) + 1, dtype=np.int64)
         sector_start[:self.n_rows + 1] = self.sector_start[:self.n_rows + 1]
         self.sector_start = sector_start
-        sector_list = np.empty((3 * total[2]) // 2 + (1 << 14), dtype=np.int64)
+        sector_base = np.empty(len(sector_start) - 1, dtype=np.int64)
+        sector_base[:self.n_rows] = self.sector_base[:self.n_rows]
+        self.sector_base = sector_base
+        sector_list = np.empty((3 * total[2]) // 2 + (1 << 14), dtype=np.int32)
         sector_list[:self.n_sectors] = self.sector_list[:self.n_sectors]
         self.sector_list = sector_list
 
@@ -265,14 +272,14 @@ class Arena:
         sec_start = np.r_[0, np.cumsum(secs)]
         at, r0, s0 = self.n, self.n_rows, self.n_sectors
         d = self.records
-        for i, (records, sector_start, sector_list) in enumerate(sources):
+        for i, (records, sector_start, sector_list, sector_base) in enumerate(sources):
             mine = np.flatnonzero(src == i)
             if not len(mine):
                 continue
             _copy_pieces(pa[mine], pb[mine], at + out_start[mine], r0 + row_start[mine], s0 + sec_start[mine],
                          records["pcs"], records["mem_rows"], records["regc"], records["wavef"], records["glines"],
-                         sector_start, sector_list, d["pcs"], d["mem_rows"], d["regc"], d["wavef"], d["glines"],
-                         self.sector_start, self.sector_list)
+                         sector_start, sector_list, sector_base, d["pcs"], d["mem_rows"], d["regc"], d["wavef"],
+                         d["glines"], self.sector_start, self.sector_list, self.sector_base)
         self.n, self.n_rows, self.n_sectors = at + int(out_start[-1]), r0 + int(row_start[-1]), s0 + int(sec_start[-1])
         # each warp's new range (a warp's pieces are consecutive); where its source-0 piece began
         first_piece = np.r_[True, pg[1:] != pg[:-1]] if len(pg) else np.zeros(0, dtype=bool)
@@ -288,7 +295,7 @@ def _piece_sizes(sources, src: np.ndarray, pa: np.ndarray, pb: np.ndarray):
     """Per piece (source, first record, end): its rows (global accesses) and their sectors."""
     rows = np.zeros(len(pa), dtype=np.int64)
     secs = np.zeros(len(pa), dtype=np.int64)
-    for i, (records, sector_start, _) in enumerate(sources):
+    for i, (records, sector_start, _, _) in enumerate(sources):
         mine = np.flatnonzero(src == i)
         if len(mine):
             _count_pieces(pa[mine], pb[mine], records["mem_rows"], sector_start, mine, rows, secs)
@@ -311,7 +318,8 @@ def _count_pieces(pa, pb, mem_rows, sector_start, where, rows, secs):
 
 @njit(cache=True)
 def _copy_pieces(pa, pb, at, row_at, sec_at, pcs, mem_rows, regc, wavef, glines, sector_start, sector_list,
-                 d_pcs, d_mem_rows, d_regc, d_wavef, d_glines, d_sector_start, d_sector_list):
+                 sector_base, d_pcs, d_mem_rows, d_regc, d_wavef, d_glines, d_sector_start, d_sector_list,
+                 d_sector_base):
     """Records pa[i]:pb[i] of a source to at[i].., their rows numbered from row_at[i], their sectors
     to sec_at[i].. (d_sector_start[row + 1]: the end of each row's sectors)."""
     for i in range(len(pa)):
@@ -328,6 +336,7 @@ def _copy_pieces(pa, pb, at, row_at, sec_at, pcs, mem_rows, regc, wavef, glines,
                 d_mem_rows[o] = -1
             else:
                 d_mem_rows[o] = r
+                d_sector_base[r] = sector_base[m]
                 for c in range(sector_start[m], sector_start[m + 1]):
                     d_sector_list[s] = sector_list[c]
                     s += 1
@@ -402,7 +411,7 @@ class EmulatorStream:
         else:
             seg = Segment(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
                           {k: np.zeros(0, dtype=t) for k, t in RECORD_FIELDS.items()},
-                          np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), complete)
+                          np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64), complete)
         if done:
             self.warp_instructions += emu.warp_instructions
             self.finished.add(g)

@@ -6,8 +6,10 @@ Most of these runs take far longer than a benchmark can wait (a 4096^3 naive SGE
 warp-instructions), so each runs for `--seconds` of emulation and timing (default 90) and is then
 stopped. What the probe shows of the run is its steady state: the arena holds about a slice of
 records per resident warp and the records of the next wave, the emulator the groups of CTAs under
-way; neither grows with the run's length (per warp of the grid, the arena keeps two 32-bit
-positions: 64 MB at the AA^T kernels' 16384^2, filled as the run goes on).
+way; neither grows with the run's length. What does grow: the L2's LRU tables fill up to the L2's
+capacity (on the H100 within the first minute of the AA^T kernels at 16384, 104 MB when full),
+and the arena's per-warp entries (two 32-bit positions and a flag) fill as the run passes the grid,
+given back behind the oldest CTA still running (`Arena.release`).
 
 The output check then runs as it would at the end of the run, on the run's own state: the device
 memory the run wrote (outputs only partly computed: the CTAs not run still hold their poison) and

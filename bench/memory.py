@@ -3,14 +3,26 @@
 Each workload runs in a fresh process on a card of its architecture (h100 for sm_90 code, else
 gtx970, else k40), at its largest size, in detailed mode (streamed: `gpusim/timing/compiled/stream.py`).
 Most of these runs take far longer than a benchmark can wait (a 4096^3 naive SGEMM is about 13 G
-warp-instructions), so each runs for `--seconds` of emulation and timing (default 90) and then
-computes the numpy references the output check needs (the check's own memory). Two peaks are
-printed: the run's (inputs, emulation, timing) and with the check (its float64 references; for
-outputs of a GiB, as the AA^T kernels at 16384 have, the check dominates). What the probe
-shows is the steady state: the arena holds about a slice of records per resident warp (and at most
-`FREE_RECORDS` beyond), the emulator a wave of CTAs; neither grows with the run's length. A run that
-finishes within the time is a whole run (its figures say so). Results go to
-bench/results/memory.json (a rerun skips the cases there) and are printed as a table.
+warp-instructions), so each runs for `--seconds` of emulation and timing (default 90) and is then
+stopped. What the probe shows of the run is its steady state: the arena holds about a slice of
+records per resident warp and the records of the next wave, the emulator the groups of CTAs under
+way; neither grows with the run's length. What does grow: the L2's LRU tables fill up to the L2's
+capacity (on the H100 within the first minute of the AA^T kernels at 16384, 104 MB when full),
+and the arena's per-warp entries (two 32-bit positions and a flag) fill as the run passes the grid,
+given back behind the oldest CTA still running (`Arena.release`).
+
+The output check then runs as it would at the end of the run, on the run's own state: the device
+memory the run wrote (outputs only partly computed: the CTAs not run still hold their poison) and
+the launch's inputs (views of that memory), through `emu.run.check` with the whole grid's emulation
+(`EmulatorStream.checked_run`), after the run's engine, arena and emulators are gone, as they are
+when a real run checks. A partial run's outputs are garbage, so the check's verdict means nothing
+here (it fails): what is measured is its memory, which does not depend on the values (every block
+of the reference is computed and compared; a failed check also makes again its first wrong block).
+Three figures: the peak of the run (inputs, emulation, timing), the peak while checking (RSS
+sampled every 5 ms during the check: what the run left in memory plus the check's own), and the
+process's peak over both. A run that finishes within the time is a whole run, checked as usual
+(its figures say so). Results go to bench/results/memory.json (a rerun skips the cases there) and
+are printed as a table.
 
     python bench/memory.py [--seconds 90] [--only sgemm_maxas_64,...] [--size N]
     python bench/memory.py --one WORKLOAD CARD N SECONDS        (one case, JSON on stdout)
@@ -19,10 +31,12 @@ bench/results/memory.json (a rerun skips the cases there) and are printed as a t
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import resource
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -33,19 +47,25 @@ class _Enough(Exception):
     pass
 
 
+def _rss_mb() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096 >> 20
+
+
 def one(name: str, card: str, n: int, seconds: float) -> dict:
     from gpusim.config import load_gpu
-    from gpusim.emu.run import verify
+    from gpusim.emu import run as R
     from gpusim.timing import driver as D
     from gpusim.timing.compiled import stream as S
     from gpusim.workloads import find_workload
 
     cfg, wl = load_gpu(card), find_workload(name)
     t0 = time.perf_counter()
-    real = S.EmulatorStream.slice
+    real, real_build = S.EmulatorStream.slice, R.build_launch
     seen = {"records": 0}
 
     def slice_(self, g, ctas=None):
+        seen["stream"] = self
         if time.perf_counter() - t0 > seconds:
             raise _Enough
         seg = real(self, g, ctas)
@@ -53,24 +73,45 @@ def one(name: str, card: str, n: int, seconds: float) -> dict:
             seen["records"] += int(seg.counts.sum())
         return seg
 
+    def build_launch(*args, **kwargs):
+        seen["launch"] = out = real_build(*args, **kwargs)
+        return out
+
     S.EmulatorStream.slice = slice_
-    finished = True
+    R.build_launch = build_launch
     peak = lambda: round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)  # noqa: E731
+    finished = True
     try:
         emu, inputs, r = D.time_streamed(wl, cfg, n)
-        run_peak = peak()
-        verify(wl, emu, inputs, n)
     except _Enough:
-        run_peak = peak()
         finished = False
-        from gpusim.emu.run import build_launch
-        from gpusim.toolchain.listings import load_program
+    run_peak, run_s = peak(), time.perf_counter() - t0
+    if not finished:  # the run's state, as a finished run leaves it for the check
+        stream = seen.pop("stream")
+        emu, inputs = stream.checked_run(), seen.pop("launch")[3]
+        stream.emus.clear()
+        stream.carry.clear()
+        del stream
+    records = seen.pop("records")
+    seen.clear()
+    gc.collect()
+    sampled = {"peak": _rss_mb(), "stop": False}
 
-        _, _, _, inputs = build_launch(wl, load_program(wl, cfg.arch), n)
-        wl.reference_outputs(inputs, n)  # what the check computes at the end
-    return {"workload": name, "card": card, "n": n, "finished": finished,
-            "wall_s": round(time.perf_counter() - t0, 1), "records": seen["records"],
-            "run_peak_mb": run_peak, "peak_mb": peak()}
+    def sample():
+        while not sampled["stop"]:
+            sampled["peak"] = max(sampled["peak"], _rss_mb())
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=sample, daemon=True)
+    watcher.start()
+    t1 = time.perf_counter()
+    report = R.check(wl, emu, inputs, n)
+    sampled["stop"] = True
+    watcher.join()
+    return {"workload": name, "card": card, "n": n, "finished": finished, "run_s": round(run_s, 1),
+            "check_s": round(time.perf_counter() - t1, 1), "records": records, "run_peak_mb": run_peak,
+            "check_peak_mb": max(sampled["peak"], _rss_mb()), "peak_mb": peak(),
+            "check_passed": all(c["passed"] for c in report.values())}
 
 
 def main() -> None:
@@ -107,13 +148,17 @@ def main() -> None:
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(json.dumps(results, indent=1))
         print(f"{key}: {results[key]['peak_mb']} MB", flush=True)
-    t = Table(title="detailed mode (streamed): peak memory per suite kernel at its largest size")
-    for col in ("workload", "card", "n", "whole run", "seconds", "records made", "peak MB: run", "with the check"):
+    t = Table(title="detailed mode (streamed): peak memory per suite kernel at its largest size, with the output check")
+    for col in ("workload", "card", "n", "whole run", "run s", "records made", "peak MB: run", "while checking",
+                "check s", "overall"):
         t.add_column(col, justify="right")
     for r in results.values():
-        t.add_row(r["workload"], r["card"], str(r["n"]), "yes" if r["finished"] else "no (probe)", f"{r['wall_s']:g}",
-                  f"{r['records']:,}", f"{r['run_peak_mb']:,}", f"{r['peak_mb']:,}")
-    Console(width=160).print(t)
+        t.add_row(r["workload"], r["card"], str(r["n"]), "yes" if r["finished"] else "no (probe)", f"{r['run_s']:g}",
+                  f"{r['records']:,}", f"{r['run_peak_mb']:,}", f"{r['check_peak_mb']:,}", f"{r['check_s']:g}",
+                  f"{r['peak_mb']:,}")
+    console = Console(width=170, record=True)
+    console.print(t)
+    (RESULTS.parent / "memory_table.txt").write_text(console.export_text())
 
 
 if __name__ == "__main__":

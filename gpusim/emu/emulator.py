@@ -166,6 +166,7 @@ class Emulator:
         self.trace_budget = trace_budget or _size_setting("GPUSIM_TRACE_MEMORY_BUDGET", TRACE_MEMORY_BUDGET)
         self.warp_steps = np.zeros(n_warps, dtype=np.int64)  # instructions each warp has issued
         self.log_bytes = 0  # estimated memory held by the trace log
+        self.log_limit = None  # (run_for) a batch stops early once the log holds this much
         self._next_watch = WATCH_EVERY
         self.warp_instructions = 0
         self.clock = 0
@@ -293,15 +294,20 @@ class Emulator:
 
     def run_for(self, steps: int | None, log_bytes: int | None = None) -> bool:
         """Run on for about `steps` more steps (whole batches: a little past them; None: to the end),
-        or until the trace log holds about `log_bytes`, keeping the state to go on from later
-        (detailed mode's streamed trace takes the log between calls). Whether every warp is done."""
+        or until the trace log holds about `log_bytes` (a batch stops there too: a fully unrolled
+        kernel is one batch from start to exit), keeping the state to go on from later (detailed
+        mode's streamed trace takes the log between calls). Whether every warp is done."""
         target = None if steps is None else self.steps + steps
-        while (target is None or self.steps < target) and (log_bytes is None or self.log_bytes < log_bytes):
-            picked = self._pick()
-            if picked is None:  # all done, or only frozen warps could run
-                break
-            pc, wids, horizon = picked
-            self._run_batch(pc, Batch(self, wids), horizon)
+        self.log_limit = log_bytes
+        try:
+            while (target is None or self.steps < target) and (log_bytes is None or self.log_bytes < log_bytes):
+                picked = self._pick()
+                if picked is None:  # all done, or only frozen warps could run
+                    break
+                pc, wids, horizon = picked
+                self._run_batch(pc, Batch(self, wids), horizon)
+        finally:
+            self.log_limit = None
         return bool(self.done.all())
 
     def take_log(self) -> TraceLog:
@@ -333,8 +339,8 @@ class Emulator:
         return pc, wids, int(pcs.min())
 
     def _run_batch(self, pc: int, batch: "Batch", horizon: int) -> None:
-        """Run `batch` from `pc` until a control-flow instruction or until it reaches `horizon`.
-        The batch's entries in self.pc are written when it stops (and before control flow).
+        """Run `batch` from `pc` until a control-flow instruction, until it reaches `horizon` or the log
+        `log_limit`. The batch's entries in self.pc are written when it stops (and before control flow).
 
         A batch of every lane of every warp runs the instructions that have an all-lanes function
         (`all_lanes`: the GEMMs' FFMA/DFMA and integer steps) without `_step`: the same logging,
@@ -368,7 +374,7 @@ class Emulator:
                     pc += ran
                     if ran < k:
                         after_block = pc
-                    if pc < horizon:
+                    if pc < horizon and (self.log_limit is None or self.log_bytes < self.log_limit):
                         continue
                     self.pc[batch.warps] = pc
                     break
@@ -401,7 +407,7 @@ class Emulator:
                                      self.program.kernel)
             if not jumped:
                 pc += 1
-                if pc < horizon:
+                if pc < horizon and (self.log_limit is None or self.log_bytes < self.log_limit):
                     continue
                 self.pc[batch.warps] = pc
             break

@@ -48,19 +48,22 @@ def _bytes_of(data) -> np.ndarray:
 
 
 class GlobalMemory:
-    """One byte arena holding all buffers; addresses map to arena offsets."""
+    """One byte arena holding all buffers; addresses map to arena offsets. A buffer is given by its
+    contents, or by its size in bytes (zeros, to be filled through `logical`)."""
 
-    def __init__(self, buffers: dict[str, bytes | np.ndarray]):
+    def __init__(self, buffers: dict[str, bytes | np.ndarray | int]):
         self.buffers: list[Buffer] = []
         offset = 0
-        raws = [_bytes_of(data) for data in buffers.values()]
+        raws = [data if isinstance(data, int) else _bytes_of(data) for data in buffers.values()]
         for name, raw in zip(buffers, raws):
-            self.buffers.append(Buffer(name, GLOBAL_BASE + offset, raw.size))
-            offset += -(-(raw.size + GUARD) // ALIGN) * ALIGN
+            nbytes = raw if isinstance(raw, int) else raw.size
+            self.buffers.append(Buffer(name, GLOBAL_BASE + offset, nbytes))
+            offset += -(-(nbytes + GUARD) // ALIGN) * ALIGN
         self.arena = np.zeros(max(offset, 16), dtype=np.uint8)
         for buf, raw in zip(self.buffers, raws):
-            start = buf.address - GLOBAL_BASE
-            self.arena[start:start + buf.nbytes] = raw
+            if not isinstance(raw, int):
+                start = buf.address - GLOBAL_BASE
+                self.arena[start:start + buf.nbytes] = raw
         self._starts = np.array([b.address for b in self.buffers], dtype=np.uint64)
         self._ends = np.array([b.address + b.nbytes for b in self.buffers], dtype=np.uint64)
         self.words = self.arena.view(np.uint32)
@@ -72,6 +75,11 @@ class GlobalMemory:
         buf = next(b for b in self.buffers if b.name == name)
         start = buf.address - GLOBAL_BASE
         return self.arena[start:start + buf.nbytes]
+
+    def logical(self, name: str, dtype, shape: tuple, order: str = "C") -> np.ndarray:
+        """The buffer as the logical array it holds (elements of `dtype`, `shape`, laid out in
+        `order`): a view of the arena, which the kernel's stores change."""
+        return self.read_buffer(name).view(dtype).reshape(shape, order=order)
 
     def _word_index(self, addrs: np.ndarray, nbytes: int) -> np.ndarray:
         """Arena word index of each address; faults on unmapped, out-of-bounds or misaligned access."""

@@ -141,9 +141,11 @@ def streams(cfg, mode: str, window) -> bool:
 
 # streamed detailed mode: records made per slice of emulation, about this many at a time, or fewer
 # where the emulator's log of them reaches SLICE_LOG_BYTES (memory-bound kernels: 256 bytes of
-# addresses per access). Smaller slices cost more stops and more copying of the records kept
+# addresses per access; the emulator stops a batch there too). Smaller slices cost more stops and
+# more copying of the records kept: 16 MB instead of 48 took simpleMultiply h100 16384's probe
+# (bench/memory.py) from 1.92 to 1.82 GB, its arena 2.8 -> 5.7 s at 2048 (of 35-41 s)
 SLICE_RECORDS = 1 << 21
-SLICE_LOG_BYTES = 48 << 20
+SLICE_LOG_BYTES = 16 << 20
 
 
 def time_streamed(wl, cfg, size: int, honour_control_codes: bool | None = None):

@@ -518,8 +518,27 @@ def global_sector_rows(trace, record_kinds, mem_exec, shift: int, chunk: int = 6
         first &= sec != never
         counts[r] = first.sum(axis=1)
         parts.append(sec[first])  # row-major: row by row, each ascending
-    sectors = np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+    sectors = np.concatenate(parts).view(np.int64) if parts else np.zeros(0, dtype=np.int64)  # (addresses < 2^63)
     return np.r_[0, np.cumsum(counts)].astype(np.int64), sectors  # rows are ascending, so are their runs
+
+
+def sector_deltas(starts, sectors) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of ascending sectors (row r: sectors[starts[r]:starts[r + 1]]) as the compiled engine
+    keeps them: each row's first sector (int64, 0 for a row without sectors) and each sector's
+    distance from it (int32: half the memory of 64-bit sectors; memory-bound kernels touch 32 per
+    access). A row that spans 2^31 sectors or more (64 GiB of addresses: generic addresses in two
+    spaces) does not fit: GpusimError."""
+    starts = np.asarray(starts, dtype=np.int64)
+    sectors = np.asarray(sectors, dtype=np.int64)
+    counts = np.diff(starts)
+    bases = np.zeros(len(counts), dtype=np.int64)
+    bases[counts > 0] = sectors[starts[:-1][counts > 0]]
+    deltas = sectors - np.repeat(bases, counts)
+    if len(deltas) and int(deltas.max()) >= 1 << 31:
+        r = int(np.searchsorted(starts, int(np.argmax(deltas)), side="right")) - 1
+        raise GpusimError(f"a global access (address row {r}) spans {int(deltas.max()):,} sectors: the compiled "
+                          "engine keeps a row's sectors within 2^31 of its first")
+    return bases, deltas.astype(np.int32)
 
 
 def simulate(program, trace, cfg, workload: str | None = None, size: int | None = None,

@@ -253,10 +253,15 @@ class Workload(_Strict):
         env = self.size_env(n)
         return tuple(int(eval_expr(s, env, f"{self.name}: args.{arg.name}.shape")) for s in arg.shape)
 
-    def make_inputs(self, n: int, seed: int = 0) -> dict[str, np.ndarray | int | float]:
-        """Logical arrays (numpy, with the spec's memory order) and scalar values for size n."""
+    def make_inputs(self, n: int, seed: int = 0, into: dict | None = None,
+                    only: set | None = None) -> dict[str, np.ndarray | int | float]:
+        """Logical arrays (numpy, with the spec's memory order) and scalar values for size n.
+        `into`: arrays of the buffers' logical shapes to fill (and return) instead of new ones (the
+        emulator's device memory: `emu.run.build_launch`); `only`: the buffers to make, the others'
+        random values drawn and dropped, so that these get the values a full call gives them."""
         rng = np.random.default_rng(seed)
         env = self.size_env(n)
+        into = into or {}
         values: dict = {}
         for arg in self.args:
             dt = DTYPES[arg.dtype]
@@ -268,16 +273,22 @@ class Workload(_Strict):
                 values[arg.name] = dt(v)
                 continue
             shape = self.buffer_shape(arg, n)
+            keep = only is None or arg.name in only
             if arg.init.kind in ("uniform", "normal"):
-                values[arg.name] = _random_array(rng, arg.init, shape, dt, arg.order)
+                a = _random_array(rng, arg.init, shape, dt, arg.order, into.get(arg.name), keep)
+                if keep:
+                    values[arg.name] = a
                 continue
-            if arg.init.kind == "poison" and np.issubdtype(dt, np.floating):
-                a = np.full(shape, np.nan, dtype=dt, order=arg.order)
-            elif arg.init.kind == "poison":
-                a = np.full(shape, 0x7FFFFFFF)
+            if not keep:
+                continue
+            a = into.get(arg.name)
+            if a is None:
+                a = np.empty(shape, dtype=dt, order=arg.order)
+            if arg.init.kind == "poison":
+                a[...] = np.nan if np.issubdtype(dt, np.floating) else 0x7FFFFFFF
             else:
-                a = np.zeros(shape, dtype=dt, order=arg.order)
-            values[arg.name] = np.asarray(a, dtype=dt, order=arg.order)
+                a[...] = 0
+            values[arg.name] = a
         return values
 
     def reference_outputs(self, inputs: dict, n: int) -> dict[str, np.ndarray]:
@@ -299,22 +310,26 @@ class Workload(_Strict):
 RANDOM_BLOCK = 1 << 20  # float64 draws per block of `_random_array` (bounds its temporary memory)
 
 
-def _random_array(rng, init, shape, dtype, order) -> np.ndarray:
-    """rng.uniform(low, high, shape) or rng.standard_normal(shape) as `dtype` in `order`, drawn a
-    block of leading-axis rows at a time: the generator fills arrays element by element in C order,
-    so consecutive blocks hold the values one draw would (float64 draws, then rounded to dtype),
-    without the whole float64 array in memory."""
-    out = np.empty(shape, dtype=dtype, order=order)
-    if not out.size:
+def _random_array(rng, init, shape, dtype, order, out: np.ndarray | None = None, keep: bool = True):
+    """rng.uniform(low, high, shape) or rng.standard_normal(shape) as `dtype` in `order` (into `out`
+    where given), drawn a block of leading-axis rows at a time: the generator fills arrays element
+    by element in C order, so consecutive blocks hold the values one draw would (float64 draws, then
+    rounded to dtype), without the whole float64 array in memory. `keep` False: the same draws, dropped
+    (the generator left where the whole array's draw leaves it); None."""
+    if out is None and keep:
+        out = np.empty(shape, dtype=dtype, order=order)
+    size = int(np.prod(shape, dtype=np.int64))
+    if not size:
         return out
     rows = shape[0] if len(shape) else 1
-    per_row = out.size // rows
+    per_row = size // rows
     step = max(1, RANDOM_BLOCK // max(per_row, 1))
-    view = out.reshape(1) if not len(shape) else out
+    view = None if not keep else (out.reshape(1) if not len(shape) else out)
     for i in range(0, rows, step):
-        size = (min(step, rows - i),) + tuple(shape[1:])
-        block = rng.uniform(init.low, init.high, size=size) if init.kind == "uniform" else rng.standard_normal(size=size)
-        view[i:i + step] = block
+        part = (min(step, rows - i),) + tuple(shape[1:])
+        block = rng.uniform(init.low, init.high, size=part) if init.kind == "uniform" else rng.standard_normal(size=part)
+        if keep:
+            view[i:i + step] = block
     return out
 
 

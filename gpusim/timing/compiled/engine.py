@@ -25,6 +25,7 @@ from gpusim.timing.compiled import loops as P
 from gpusim.timing.compiled import lru as L
 from gpusim.timing.compiled import sm as C
 from gpusim.timing.mem import L1, MemorySystem
+from gpusim.timing.gpu import sector_deltas
 from gpusim.timing.mem.l2 import memory_counters
 from gpusim.timing.sm import SM
 
@@ -73,9 +74,10 @@ STAGE = np.dtype([("rate", "f8"), ("free", "f8")])
 State = namedtuple("State", [
     "cfg", "mem", "w", "cta", "sp", "sm", "q", "q_buf", "stage",
     # the trace: per record (pcs, mem_rows, regc, wavef, glines), per warp (where its loaded records begin
-    # and end, whether more will come: streaming), per global access row its sectors
+    # and end, whether more will come: streaming), per global access row its sectors (sector_base[row] +
+    # sector_list[sector_start[row]:sector_start[row + 1]]: 32-bit distances from the row's first, gpu.sector_deltas)
     "pcs", "mem_rows", "regc", "wavef", "glines", "warp_begin", "warp_end", "warp_more", "sector_start",
-    "sector_list",
+    "sector_list", "sector_base",
     # per static instruction (static.IssueFacts)
     "kind", "pipe", "occupancy", "latency", "stall", "wbar", "rbar", "writes", "readonly", "warp_bytes",
     "result_reason", "is_mem", "queue", "busy_reason", "operand_wait", "wait_mask", "depbar_b", "depbar_k",
@@ -124,6 +126,9 @@ def trace_arrays(gpu) -> dict:
     if gpu._sector_start is None:
         gpu._global_sectors()
     starts = np.asarray(gpu._warp_start, dtype=np.int64)
+    if starts[-1] >= 1 << 31:
+        raise RuntimeError("compiled engine: a trace of more than 2^31 records (warp positions are 32-bit)")
+    starts = starts.astype(np.int32)
     return dict(pcs=np.ascontiguousarray(rec["pc_index"], dtype=np.int32),
                 mem_rows=np.ascontiguousarray(rec["mem_row"], dtype=np.int32),
                 regc=np.ascontiguousarray(gpu.cols["reg_conflict_cycles"], dtype=np.int8),
@@ -131,7 +136,7 @@ def trace_arrays(gpu) -> dict:
                 glines=np.ascontiguousarray(gpu.cols["glines"], dtype=np.int8),
                 warp_begin=starts[:-1].copy(), warp_end=starts[1:].copy(), warp_more=np.zeros(len(starts) - 1, dtype=np.bool_),
                 sector_start=np.asarray(gpu._sector_start, dtype=np.int64),
-                sector_list=np.asarray(gpu._sector_list, dtype=np.int64))
+                **dict(zip(("sector_base", "sector_list"), sector_deltas(gpu._sector_start, gpu._sector_list))))
 
 
 def build(gpu, occ, ctas, arrays: dict, primed: int | None = None, sampled: dict | None = None) -> State:
@@ -235,11 +240,11 @@ def build(gpu, occ, ctas, arrays: dict, primed: int | None = None, sampled: dict
                                                                                  dtype=np.int64),
         miss_t=np.zeros((slots, MISS_CAPACITY)), miss_b=np.zeros((slots, MISS_CAPACITY), dtype=np.int64),
         miss_n=np.zeros(slots, dtype=np.int64),
-        l1_slots=np.zeros((n_sm, 1 << L.table_bits(l1_cap), 2), dtype=np.int64),
-        l1_links=np.zeros((n_sm, node, 2), dtype=np.int64), l1_keys=np.zeros((n_sm, node), dtype=np.int64),
+        l1_slots=np.zeros((n_sm, 1 << L.table_bits(l1_cap)), dtype=np.int32),  # (each SM's row: an LRU of lru.py)
+        l1_links=np.zeros((n_sm, node, 2), dtype=np.int32), l1_keys=np.zeros((n_sm, node), dtype=np.int64),
         l1_vals=np.zeros((n_sm, node)),
         l1_meta=np.tile(np.array([0, l1_cap, 0, L.table_bits(l1_cap)], dtype=np.int64), (n_sm, 1)),
-        l1_free=np.zeros((n_sm, node + 1), dtype=np.int64), l1_counts=np.zeros((n_sm, 2), dtype=np.int64),
+        l1_free=np.zeros((n_sm, node + 1), dtype=np.int32), l1_counts=np.zeros((n_sm, 2), dtype=np.int64),
         l2=_lru_from(memory.l2.sectors, memory.l2.capacity), l2_counts=np.zeros(2, dtype=np.int64),
         dirty=_lru_from(memory.dirty, memory.dirty_capacity),
         reach=_lru_from(memory.reach, max(1, memory.reach_capacity)),
@@ -315,6 +320,7 @@ def _as_state(owned):
     st.warp_more = _borrowed(owned.warp_more)
     st.sector_start = _borrowed(owned.sector_start)
     st.sector_list = _borrowed(owned.sector_list)
+    st.sector_base = _borrowed(owned.sector_base)
     st.kind = _borrowed(owned.kind)
     st.pipe = _borrowed(owned.pipe)
     st.occupancy = _borrowed(owned.occupancy)

@@ -158,10 +158,12 @@ def moved_row(st, row, delta):
     s = np.sort(buf[:k])
     r = g[G_NROWS]
     at = st.sector_start[r]
+    base = s[0] if k > 0 else np.int64(0)  # (rows keep their first sector and distances: gpu.sector_deltas)
+    st.sector_base[r] = base
     u = 0
     for i in range(k):
         if i == 0 or s[i] != s[i - 1]:
-            st.sector_list[at + u] = s[i]
+            st.sector_list[at + u] = s[i] - base
             u += 1
     st.sector_start[r + 1] = at + u
     st.row_stored[r] = 0

@@ -6,13 +6,16 @@ least to the most recently used. One LRU is the tuple
 
     (slots, links, keys, vals, meta, free)
 
-- slots: int64[2 ** bits, 2], an open-addressing hash table (linear probing): (sector + 1, node) per
-  slot, (0, _) when empty (so that zeroed memory is an empty table);
-- links: int64[nodes, 2], each node's (previous, next); node 0 is the list's head: its next is the
+- slots: int32[2 ** bits], an open-addressing hash table (linear probing) of nodes, keyed by their
+  sectors (`keys`); 0 when empty (node 0 is never an entry, so that zeroed memory is an empty table);
+- links: int32[nodes, 2], each node's (previous, next); node 0 is the list's head: its next is the
   oldest entry, its previous the newest;
 - keys, vals: the sector of each node and its value (a sector's fill cycle; unused for the dirty list);
 - meta: int64[4]: entries, capacity, nodes handed out so far, bits of the hash table;
-- free: int64[nodes] (free[0]: how many are stacked), nodes given back by removals.
+- free: int32[nodes] (free[0]: how many are stacked), nodes given back by removals.
+
+Node numbers are 32-bit and the table holds nodes, not (sector, node) pairs: the L2, dirty and reach
+LRUs of the H100 (1.18 M, 0.70 M and 0.88 M sectors) take 111 MB instead of 245 MB once full.
 
 The list holds `capacity` + 1 entries for a moment: an insertion comes before the eviction it causes,
 as in `OrderedDict` (`fill` then `popitem`).
@@ -36,11 +39,13 @@ def table_bits(capacity: int) -> int:
 def new_lru(capacity: int):
     """An empty LRU for `capacity` entries (arrays allocated zeroed: pages are touched only as used)."""
     nodes = capacity + 2
+    if nodes >= 1 << 31:
+        raise ValueError(f"an LRU of {capacity} entries does not fit 32-bit node numbers")
     bits = table_bits(capacity)
     meta = np.array([0, capacity, 0, bits], dtype=np.int64)
-    return (np.zeros((1 << bits, 2), dtype=np.int64), np.zeros((nodes, 2), dtype=np.int64),
+    return (np.zeros(1 << bits, dtype=np.int32), np.zeros((nodes, 2), dtype=np.int32),
             np.zeros(nodes, dtype=np.int64), np.zeros(nodes, dtype=np.float64), meta,
-            np.zeros(nodes + 1, dtype=np.int64))
+            np.zeros(nodes + 1, dtype=np.int32))
 
 
 @njit(inline="always")
@@ -50,11 +55,11 @@ def _home(key, bits):
 
 @njit(inline="always")
 def _slot(lru, key):
-    """The hash slot holding `key`, or the empty slot where it would go."""
-    slots = lru[0]
+    """The hash slot holding `key`'s node, or the empty slot where it would go."""
+    slots, keys = lru[0], lru[2]
     mask = slots.shape[0] - 1
     i = _home(key, lru[4][BITS])
-    while slots[i, 0] != 0 and slots[i, 0] != key + 1:
+    while slots[i] != 0 and keys[slots[i]] != key:
         i = (i + 1) & mask
     return i
 
@@ -62,23 +67,21 @@ def _slot(lru, key):
 @njit(inline="always")
 def _unindex(lru, key):
     """Delete `key` from the hash table (backward-shift deletion: no tombstones)."""
-    slots = lru[0]
+    slots, keys = lru[0], lru[2]
     mask = slots.shape[0] - 1
     bits = lru[4][BITS]
     i = _slot(lru, key)
     j = i
     while True:
         j = (j + 1) & mask
-        if slots[j, 0] == 0:
+        if slots[j] == 0:
             break
-        k = _home(slots[j, 0] - 1, bits)
+        k = _home(keys[slots[j]], bits)
         # the entry at j may move to i unless its home lies cyclically in (i, j]
         if (i <= j and (k <= i or k > j)) or (i > j and k <= i and k > j):
-            slots[i, 0] = slots[j, 0]
-            slots[i, 1] = slots[j, 1]
+            slots[i] = slots[j]
             i = j
-    slots[i, 0] = 0
-    slots[i, 1] = 0
+    slots[i] = 0
 
 
 @njit(inline="always")
@@ -101,8 +104,7 @@ def _append(links, n):
 @njit(inline="always")
 def find(lru, key):
     """The node holding `key`, or 0."""
-    i = _slot(lru, key)
-    return lru[0][i, 1]
+    return lru[0][_slot(lru, key)]
 
 
 @njit(inline="always")
@@ -125,9 +127,7 @@ def insert(lru, key, val):
     keys[n] = key
     vals[n] = val
     _append(links, n)
-    i = _slot(lru, key)
-    slots[i, 0] = key + 1
-    slots[i, 1] = n
+    slots[_slot(lru, key)] = n
     meta[SIZE] += 1
     return n
 

@@ -193,8 +193,8 @@ def fetch(st, now, sectors, k, start):
 
 
 @njit
-def store(st, now, lo, hi, start):
-    """`MemorySystem.store`: the sectors `st.sector_list[lo:hi]` (ascending) a store issued at `now`
+def store(st, now, lo, hi, base, start):
+    """`MemorySystem.store`: the sectors `base + st.sector_list[lo:hi]` (ascending) a store issued at `now`
     writes, sent no earlier than `start`; (cycle the last write reached L2, cycle L2 took the last)."""
     m = st.mem[0]
     sectors = st.sector_list
@@ -208,12 +208,12 @@ def store(st, now, lo, hi, start):
         spl = m.sectors_per_line
         lines = 1
         for i in range(lo, hi - 1):
-            if sectors[i] // spl != sectors[i + 1] // spl:
+            if (base + sectors[i]) // spl != (base + sectors[i + 1]) // spl:
                 lines += 1
         per *= 1.0 + m.line_sectors * lines / n
     m.l2_queue_bytes += per * n
     for i in range(lo, hi):
-        s = sectors[i]
+        s = base + sectors[i]
         t = l2_serve(m, now, per)
         if t > accepted:
             accepted = t
@@ -270,21 +270,21 @@ def _miss_slot(st, w, now, nbytes):
 
 
 @njit
-def l1_load(st, sm, w, now, ready, lo, hi, readonly, nbytes):
+def l1_load(st, sm, w, now, ready, lo, hi, base, readonly, nbytes):
     """`L1.load`: a load issued at `now` whose lines passed the tag stage at `ready`, touching the
-    sectors `st.sector_list[lo:hi]`; the cycle its data is there."""
+    sectors `base + st.sector_list[lo:hi]`; the cycle its data is there."""
     m = st.mem[0]
     missing = st.scratch_sectors
     k = 0
     if m.caches_loads or readonly:
         l1 = (st.l1_slots[sm], st.l1_links[sm], st.l1_keys[sm], st.l1_vals[sm], st.l1_meta[sm], st.l1_free[sm])
         for i in range(lo, hi):
-            if not L.cache_access(l1, st.l1_counts[sm], st.sector_list[i]):
-                missing[k] = st.sector_list[i]
+            if not L.cache_access(l1, st.l1_counts[sm], base + st.sector_list[i]):
+                missing[k] = base + st.sector_list[i]
                 k += 1
     else:
         for i in range(lo, hi):
-            missing[k] = st.sector_list[i]
+            missing[k] = base + st.sector_list[i]
             k += 1
     done = ready + m.l1_latency if k < hi - lo else ready
     if k:

@@ -116,6 +116,7 @@ class SampledRun:
         if len(st.sector_start) - 1 - n_rows < room[1]:
             size = int(GROWTH * (n_rows + room[1]))
             grown["sector_start"] = _resized(st.sector_start, size + 1, n_rows + 1)
+            grown["sector_base"] = _resized(st.sector_base, size, n_rows)
             grown["row_stored"] = _resized(st.row_stored, size, n_rows)
         if len(st.sector_list) - n_sec < room[2]:
             grown["sector_list"] = _resized(st.sector_list, int(GROWTH * (n_sec + room[2])), n_sec)
@@ -209,7 +210,8 @@ def run_sampled(gpu, occ, ctas, memory, n_sms: int):
     mem = st.mem[0]
     rows = np.flatnonzero(st.row_stored[:int(st.glob[P.G_NROWS])])
     starts = st.sector_start
-    stored = np.unique(np.concatenate([st.sector_list[starts[r]:starts[r + 1]] for r in rows])) if len(rows) \
+    stored = np.unique(np.concatenate([st.sector_base[r] + st.sector_list[starts[r]:starts[r + 1]].astype(np.int64)
+                                       for r in rows])) if len(rows) \
         else np.zeros(0, dtype=np.int64)
     counters = memory_counters(int(st.l2_counts[0]), int(st.l2_counts[1]), int(mem["l2_bytes"]), int(mem["dram_read"]),
                                int(mem["dram_write"]))

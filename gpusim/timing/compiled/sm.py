@@ -524,11 +524,11 @@ def access(st, sm, sp, w, kind, pos, pc, now):
         start, passed = M.queue_access(st, sp * 2 + M.LSU, sm * 2 + M.LSU, first + M.LSU, 2, c.n_sp, now,
                                        max(1, st.glines[pos]))
     row = st.mem_rows[pos]
-    lo, hi = st.sector_start[row], st.sector_start[row + 1]
+    lo, hi, base = st.sector_start[row], st.sector_start[row + 1], st.sector_base[row]
     if kind == GLOAD:
-        done = M.l1_load(st, sm, w, now, passed, lo, hi, st.readonly[pc], st.warp_bytes[pc])
+        done = M.l1_load(st, sm, w, now, passed, lo, hi, base, st.readonly[pc], st.warp_bytes[pc])
     else:
-        done, accepted = M.store(st, now, lo, hi, passed)
+        done, accepted = M.store(st, now, lo, hi, base, passed)
         M.queue_hold(st, sp * 2 + M.LSU, accepted)
         if c.sampled:  # (`MemorySystem.stored`: the sectors stores wrote)
             st.row_stored[row] = 1

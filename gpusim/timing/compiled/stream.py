@@ -30,36 +30,40 @@ from gpusim.timing.static import GLOAD, SMEM
 # (dgemm_unroll gtx970 512: a group of 13 + 3 CTAs, the 3 apart: 0.86 M/s end to end, together 1.2)
 FREE_RECORDS = 4 << 20
 TRIM_EVERY = 20  # arena updates between two `_trim_heap` calls
+RELEASE_WARPS = 1 << 20  # the arena's per-warp entries of finished CTAs go back to the system this many at a time
 RECORD_FIELDS = {"pcs": np.int32, "mem_rows": np.int32, "regc": np.int8, "wavef": np.int16, "glines": np.int8}
 
 
 @dataclass
 class Segment:
     """Records of some warps, each warp's contiguous and in order: warp `gids[i]` has `counts[i]` of
-    them; `mem_rows` index `sector_start` (the segment's own rows; -1: none); `complete`: the warps
-    whose streams end here."""
+    them; `mem_rows` index `sector_start` (the segment's own rows; -1: none; row r's sectors are
+    sector_base[r] + sector_list[sector_start[r]:sector_start[r + 1]], `gpu.sector_deltas`);
+    `complete`: the warps whose streams end here."""
     gids: np.ndarray
     counts: np.ndarray
     records: dict
     sector_start: np.ndarray
     sector_list: np.ndarray
+    sector_base: np.ndarray
     complete: np.ndarray
 
 
-def segment_from_trace(gpu, trace, carry: np.ndarray, complete: np.ndarray, totals: dict) -> Segment:
+def segment_from_trace(gpu, trace, carry: np.ndarray, complete: np.ndarray, totals: dict, first_gid: int = 0) -> Segment:
     """A `Segment` of the warps of `trace` (a piece of each one's stream), with the columns `gpu`
-    works out for a whole trace; `carry` (per warp id) continues the reuse cache's state across
-    pieces; `totals` (see `GPU.trace_totals`) gets this piece's counts added."""
-    from gpusim.timing.gpu import global_sector_rows, mem_exec_masks
+    works out for a whole trace; `carry` (row g - `first_gid` for warp id g) continues the reuse
+    cache's state across pieces; `totals` (see `GPU.trace_totals`) gets this piece's counts added."""
+    from gpusim.timing.gpu import global_sector_rows, mem_exec_masks, sector_deltas
     from gpusim.timing.precompute import precompute
 
     gids = np.asarray(trace.warp_ids, dtype=np.int64)
-    piece = carry[gids]
+    piece = carry[gids - first_gid]
     cols = precompute(gpu.program, trace, **gpu.precompute_rules, reuse_carry=piece)
-    carry[gids] = piece
+    carry[gids - first_gid] = piece
     rec = trace.records
     kinds = gpu.kind_of_pc[rec["pc_index"]]
     sector_start, sector_list = global_sector_rows(trace, kinds, mem_exec_masks(trace), gpu._sector_shift)
+    sector_base, sector_list = sector_deltas(sector_start, sector_list)
     smem = kinds == SMEM
     totals["executed"] += np.bincount(rec["pc_index"], minlength=len(gpu.program))
     totals["smem_accesses"] += int(np.count_nonzero(smem))
@@ -72,7 +76,7 @@ def segment_from_trace(gpu, trace, carry: np.ndarray, complete: np.ndarray, tota
     records = {"pcs": rec["pc_index"], "mem_rows": rec["mem_row"], "regc": cols["reg_conflict_cycles"],
                "wavef": cols["smem_wavefronts"], "glines": cols["glines"]}
     return Segment(gids, counts, {k: np.ascontiguousarray(v, dtype=RECORD_FIELDS[k]) for k, v in records.items()},
-                   sector_start, sector_list, complete)
+                   sector_start, sector_list, sector_base, complete)
 
 
 def new_totals(n_pc: int) -> dict:
@@ -93,6 +97,24 @@ def _trim_heap() -> None:
         pass
 
 
+def _give_back(a: np.ndarray, lo: int, hi: int) -> None:
+    """Give the whole pages of a[lo:hi] back to the system (madvise MADV_DONTNEED: they read as zeros
+    after); nothing where that is not available."""
+    try:
+        import ctypes
+        import mmap
+
+        page = mmap.PAGESIZE
+        start = -(-(a.ctypes.data + lo * a.itemsize) // page) * page
+        end = (a.ctypes.data + hi * a.itemsize) // page * page
+        if end > start:
+            libc = ctypes.CDLL(None)
+            libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+            libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), 4)  # MADV_DONTNEED (Linux, BSD)
+    except (OSError, AttributeError, ValueError):
+        pass
+
+
 def running(st) -> np.ndarray:
     """Per warp slot of the engine state `st`: whether a warp runs there (its CTA slot is in use and
     it has not exited; warp slot w belongs to CTA slot w // warps per CTA)."""
@@ -104,27 +126,43 @@ class Arena:
     """The records the engine can read: per warp id, `begin` .. `end` in the record arrays, and
     whether more will come (`more`); the engine's `warp_begin`, `warp_end`, `warp_more` are these
     arrays themselves. New records go to the arrays' free tail, each warp's still-to-run records
-    moved there with them (a warp's records are contiguous); what the warps left behind is garbage,
-    dropped when the tail is full (all live records copied to new arrays, with room to grow)."""
+    moved there with them (a warp's records are contiguous); what the warps left behind is garbage.
+    When the tail is full, the live records are moved down over the garbage, in place, in the order
+    they lie (each lands at or below where it was); only when that leaves too little room do the
+    arrays grow (to 1.5x what is needed). Records, their rows and sectors are copied piece by piece
+    (`_copy_pieces`), with no temporary the size of what is copied."""
 
     def __init__(self, n_warps: int):
-        self.begin = np.zeros(n_warps, dtype=np.int64)
-        self.end = np.zeros(n_warps, dtype=np.int64)
+        self.begin = np.zeros(n_warps, dtype=np.int32)  # (32-bit: 64 MB instead of 128 at 16384^2 AA^T's 8.4 M warps)
+        self.end = np.zeros(n_warps, dtype=np.int32)
         self.more = np.ones(n_warps, dtype=np.bool_)
         self.records = {k: np.zeros(0, dtype=t) for k, t in RECORD_FIELDS.items()}
         self.sector_start = np.zeros(1, dtype=np.int64)  # row r: sector_list[sector_start[r]:sector_start[r + 1]]
-        self.sector_list = np.zeros(0, dtype=np.int64)
+        self.sector_list = np.zeros(0, dtype=np.int32)  # (+ sector_base[r]: the row's sectors)
+        self.sector_base = np.zeros(0, dtype=np.int64)
         self.n = self.n_rows = self.n_sectors = 0  # used: records, rows, sectors
-        self.live = 0  # records still to run (kept and new) after the last `add`
+        self.live = 0  # records still to run after the last `add`
+        self.released = 0  # the warps whose `begin`, `end`, `more` pages went back to the system
+
+    def release(self, below: int) -> None:
+        """The warps below `below` (warp ids) are done and read no more (their CTAs finished; none
+        runs or waits to launch): give their pages of `begin`, `end` and `more` back, a million
+        warps at a time (these fill as a run goes on: 72 MB at 16384^2 AA^T's 8.4 M warps)."""
+        if below - self.released < RELEASE_WARPS:
+            return
+        for a in (self.begin, self.end, self.more):
+            _give_back(a, 0, below)  # (from the start: pages given back before cost nothing, a page cut off is whole now)
+        self.released = below
 
     def arrays(self) -> dict:
         return dict(**self.records, warp_begin=self.begin, warp_end=self.end, warp_more=self.more,
-                    sector_start=self.sector_start, sector_list=self.sector_list)
+                    sector_start=self.sector_start, sector_list=self.sector_list, sector_base=self.sector_base)
 
     def add(self, segments: list[Segment], st=None, queue_from: np.ndarray | None = None) -> None:
         """Append `segments`, keeping the records still to run (of warps running in the engine state
         `st`: from the one before their position, which a barrier's release reads; of the warps
-        `queue_from`, CTAs not launched yet: all). Positions in `st` move with their records."""
+        `queue_from`, CTAs not launched yet: all of those that have some). Positions in `st` move
+        with their records."""
         # what stays: (warp id, first record, end)
         if st is not None:
             slots = np.flatnonzero(running(st))
@@ -135,157 +173,176 @@ class Arena:
         waiting = np.zeros(0, dtype=np.int64) if queue_from is None else queue_from
         waiting = waiting[self.end[waiting] > self.begin[waiting]]
         kg = np.concatenate([run_gids, waiting])
-        ka = np.concatenate([run_from, self.begin[waiting]])
-        kb = self.end[kg]
-        # what comes: the segments' records (one source, concatenated)
-        seg = _concat(segments)
-        sg, sa = seg["gids"], seg["starts"]
-        sb = sa + seg["counts"]
-        incoming = int(seg["counts"].sum())
-        live = int((kb - ka).sum())
-        self.live = live + incoming
+        ka = np.concatenate([run_from, self.begin[waiting]]).astype(np.int64)
+        kb = self.end[kg].astype(np.int64)
+        # what comes: the segments' records, each segment a source of its own (source 0: the arena)
+        none = np.zeros(0, dtype=np.int64)
+        sg = np.concatenate([s.gids for s in segments]) if segments else none
+        ss = np.concatenate([np.full(len(s.gids), i + 1, dtype=np.int64) for i, s in enumerate(segments)]) \
+            if segments else none
+        sa = np.concatenate([np.r_[0, np.cumsum(s.counts)[:-1]].astype(np.int64) for s in segments]) if segments else none
+        sb = sa + (np.concatenate([s.counts for s in segments]) if segments else none)
+        sources = [None] + [(s.records, s.sector_start, s.sector_list, s.sector_base) for s in segments]
+        self.live = int((kb - ka).sum() + (sb - sa).sum())
         moving = np.isin(kg, sg)  # warps with new records: their kept records move to the tail
-        moved = int((kb - ka)[moving].sum())
-        if self.n + moved + incoming > len(self.records["pcs"]):  # full: drop the garbage, leave room
-            pieces = (kg, ka, kb, sg, sa, sb)
-            capacity = (3 * (live + incoming)) // 2 + (1 << 16)  # (room for about half as much again)
-            moved_from = self._write(seg, pieces, fresh=capacity)
-        else:
-            pieces = (kg[moving], ka[moving], kb[moving], sg, sa, sb)
-            moved_from = self._write(seg, pieces)
-        # the running warps' positions move with their records
-        if len(slots):
-            w = st.w
-            moved_from = moved_from[run_gids]
-            mv = moved_from >= 0  # (warps whose records did not move keep their positions)
-            w["pos"][slots[mv]] = self.begin[run_gids[mv]] + (w["pos"][slots[mv]] - moved_from[mv])
-            w["end"][slots] = self.end[run_gids]
+        mg, ma, mb = kg[moving], ka[moving], kb[moving]
+        kept_rows, kept_secs = _piece_sizes(self._sources(sources), np.zeros(len(mg), dtype=np.int64), ma, mb)
+        new_rows, new_secs = _piece_sizes(self._sources(sources), ss, sa, sb)
+        tail = (int((mb - ma).sum() + (sb - sa).sum()), int(kept_rows.sum() + new_rows.sum()),
+                int(kept_secs.sum() + new_secs.sum()))
+        if not self._room(tail):  # full: the live records down over the garbage
+            self._compact(kg, ka, kb, st, slots, run_gids)
+            ma, mb = self.begin[mg].astype(np.int64), self.end[mg].astype(np.int64)
+            if not self._room(tail):
+                self._grow(tail)
+        pieces = (np.concatenate([mg, sg]), np.concatenate([np.zeros(len(mg), dtype=np.int64), ss]),
+                  np.concatenate([ma, sa]), np.concatenate([mb, sb]),
+                  np.concatenate([kept_rows, new_rows]), np.concatenate([kept_secs, new_secs]))
+        moved_gids, moved_from = self._write(self._sources(sources), pieces)
+        self._follow(st, slots, run_gids, moved_gids, moved_from)
         for s in segments:
             self.more[s.complete] = False
         if len(slots):
             st.w["more"][slots] = self.more[run_gids]
 
-    def _write(self, seg: dict, pieces, fresh: int | None = None) -> np.ndarray:
-        """Copy the pieces (kept ranges of the arena, then segments' ranges; per warp the kept first)
-        to the tail, or to new arrays of `fresh` records (then the pieces are every live warp's).
-        Per warp id: where its kept records began before the copy (-1: none moved). The copy is
-        `_copy_pieces`, record by record (numpy's gathers made index arrays of 8 bytes per record:
-        at 4096^3 they held more than the records)."""
-        kg, ka, kb, sg, sa, sb = pieces
-        pg = np.concatenate([kg, sg])
-        pa = np.concatenate([ka, sa])
-        pb = np.concatenate([kb, sb])
-        part = np.r_[np.zeros(len(kg), dtype=np.int8), np.ones(len(sg), dtype=np.int8)]
-        order = np.lexsort((part, pg))
-        pg, pa, pb, part = pg[order], pa[order], pb[order], part[order]
+    def _sources(self, sources: list) -> list:
+        """The sources with the arena itself, as it is now, for source 0."""
+        return [(self.records, self.sector_start, self.sector_list, self.sector_base)] + sources[1:]
+
+    def _room(self, need: tuple) -> bool:
+        return (self.n + need[0] <= len(self.records["pcs"]) and self.n_rows + need[1] + 1 <= len(self.sector_start)
+                and self.n_sectors + need[2] <= len(self.sector_list))
+
+    def _follow(self, st, slots, run_gids, moved_gids, moved_from) -> None:
+        """The running warps' positions follow their records (`moved_gids`, ascending, whose first
+        kept record was at `moved_from` and is now at their `begin`)."""
+        if not len(slots):
+            return
+        w = st.w
+        if len(moved_gids):
+            at = np.minimum(np.searchsorted(moved_gids, run_gids), len(moved_gids) - 1)
+            mv = moved_gids[at] == run_gids
+            w["pos"][slots[mv]] = self.begin[run_gids[mv]] + (w["pos"][slots[mv]] - moved_from[at[mv]])
+        w["end"][slots] = self.end[run_gids]
+
+    def _compact(self, kg, ka, kb, st, slots, run_gids) -> None:
+        """Move the kept pieces (warp, first record, end) to the arrays' start, in the order they
+        lie: each lands at or below where it was, so that copying forward never overwrites what is
+        still to be read."""
+        order = np.argsort(ka, kind="stable")
+        kg, ka, kb = kg[order], ka[order], kb[order]
+        src = np.zeros(len(kg), dtype=np.int64)
+        rows, secs = _piece_sizes(self._sources([None]), src, ka, kb)
+        self.n = self.n_rows = self.n_sectors = 0
+        moved_gids, moved_from = self._write(self._sources([None]), (kg, src, ka, kb, rows, secs), sort=False)
+        self._follow(st, slots, run_gids, moved_gids, moved_from)
+
+    def _grow(self, need: tuple) -> None:
+        """Arrays of 1.5x what the records kept and `need` take (same places)."""
+        total = (self.n + need[0], self.n_rows + need[1], self.n_sectors + need[2])
+        if total[0] >= 1 << 31:
+            raise RuntimeError("streamed arena: more than 2^31 records to keep")
+        records = {}
+        for k, t in RECORD_FIELDS.items():
+            records[k] = np.empty((3 * total[0]) // 2 + (1 << 16), dtype=t)
+            records[k][:self.n] = self.records[k][:self.n]
+        self.records = records
+        sector_start = np.empty((3 * total[1]) // 2 + (1 << 12) + 1, dtype=np.int64)
+        sector_start[:self.n_rows + 1] = self.sector_start[:self.n_rows + 1]
+        self.sector_start = sector_start
+        sector_base = np.empty(len(sector_start) - 1, dtype=np.int64)
+        sector_base[:self.n_rows] = self.sector_base[:self.n_rows]
+        self.sector_base = sector_base
+        sector_list = np.empty((3 * total[2]) // 2 + (1 << 14), dtype=np.int32)
+        sector_list[:self.n_sectors] = self.sector_list[:self.n_sectors]
+        self.sector_list = sector_list
+
+    def _write(self, sources, pieces, sort: bool = True):
+        """Copy the pieces (warp id, source, first record, end, rows, sectors: ranges of the arena,
+        source 0, and of segments) to the tail, each warp's in order (`sort`: by warp, its kept
+        piece first; else in the order given). (the warps whose source-0 piece moved, ascending;
+        where that piece began)."""
+        pg, src, pa, pb, rows, secs = pieces
+        if sort:
+            order = np.lexsort((src, pg))
+            pg, src, pa, pb, rows, secs = pg[order], src[order], pa[order], pb[order], rows[order], secs[order]
         lengths = pb - pa
         out_start = np.r_[0, np.cumsum(lengths)]
-        total = int(out_start[-1])
-        old, new = self.records, seg["records"]
-        n_new_rows, n_sec = _count_rows(pa, pb, part, old["mem_rows"], new["mem_rows"], self.sector_start,
-                                        seg["sector_start"])
-        if fresh is not None:
-            cap_rows = 2 * n_new_rows + (1 << 12)
-            cap_sec = 2 * n_sec + (1 << 14)
-            self.records = {k: np.empty(max(fresh, total), dtype=t) for k, t in RECORD_FIELDS.items()}
-            sector_start, sector_list = np.empty(cap_rows + 1, dtype=np.int64), np.empty(cap_sec, dtype=np.int64)
-            sector_start[0] = 0
-            self.n = self.n_rows = self.n_sectors = 0
-        else:
-            sector_start, sector_list = self.sector_start, self.sector_list
-            if self.n_rows + n_new_rows + 1 > len(sector_start):
-                sector_start = np.empty(2 * (self.n_rows + n_new_rows) + (1 << 12) + 1, dtype=np.int64)
-                sector_start[:self.n_rows + 1] = self.sector_start[:self.n_rows + 1]
-            if self.n_sectors + n_sec > len(sector_list):
-                sector_list = np.empty(2 * (self.n_sectors + n_sec) + (1 << 14), dtype=np.int64)
-                sector_list[:self.n_sectors] = self.sector_list[:self.n_sectors]
+        row_start = np.r_[0, np.cumsum(rows)]
+        sec_start = np.r_[0, np.cumsum(secs)]
         at, r0, s0 = self.n, self.n_rows, self.n_sectors
-        out = self.records
-        _copy_pieces(pa, pb, part, at, r0, s0,
-                     old["pcs"], old["mem_rows"], old["regc"], old["wavef"], old["glines"], self.sector_start,
-                     self.sector_list,
-                     new["pcs"], new["mem_rows"], new["regc"], new["wavef"], new["glines"], seg["sector_start"],
-                     seg["sector_list"],
-                     out["pcs"], out["mem_rows"], out["regc"], out["wavef"], out["glines"], sector_start, sector_list)
-        self.sector_start, self.sector_list = sector_start, sector_list
-        self.n, self.n_rows, self.n_sectors = at + total, r0 + n_new_rows, s0 + n_sec
-        # each moved warp's new range; where its kept records began (for the running warps' positions)
+        d = self.records
+        for i, (records, sector_start, sector_list, sector_base) in enumerate(sources):
+            mine = np.flatnonzero(src == i)
+            if not len(mine):
+                continue
+            _copy_pieces(pa[mine], pb[mine], at + out_start[mine], r0 + row_start[mine], s0 + sec_start[mine],
+                         records["pcs"], records["mem_rows"], records["regc"], records["wavef"], records["glines"],
+                         sector_start, sector_list, sector_base, d["pcs"], d["mem_rows"], d["regc"], d["wavef"],
+                         d["glines"], self.sector_start, self.sector_list, self.sector_base)
+        self.n, self.n_rows, self.n_sectors = at + int(out_start[-1]), r0 + int(row_start[-1]), s0 + int(sec_start[-1])
+        # each warp's new range (a warp's pieces are consecutive); where its source-0 piece began
         first_piece = np.r_[True, pg[1:] != pg[:-1]] if len(pg) else np.zeros(0, dtype=bool)
         last_piece = np.r_[pg[1:] != pg[:-1], True] if len(pg) else np.zeros(0, dtype=bool)
         self.begin[pg[first_piece]] = at + out_start[:-1][first_piece]
         self.end[pg[last_piece]] = at + out_start[1:][last_piece]
-        # a running warp's position p in a kept piece that began at a becomes its new begin + (p - a)
-        kept_first = first_piece & (part == 0)
-        moved_from = np.full(len(self.begin), -1, dtype=np.int64)
-        moved_from[pg[kept_first]] = pa[kept_first]
-        return moved_from
+        kept = first_piece & (src == 0)
+        order = np.argsort(pg[kept], kind="stable")
+        return pg[kept][order], pa[kept][order]
 
 
-@njit(cache=True, nogil=True)
-def _count_rows(pa, pb, part, old_rows, new_rows, old_start, new_start):
-    """(memory rows, their sectors) in the pieces [pa, pb) (part 0: of the arena, 1: of the segments)."""
-    n_rows = n_sec = 0
+def _piece_sizes(sources, src: np.ndarray, pa: np.ndarray, pb: np.ndarray):
+    """Per piece (source, first record, end): its rows (global accesses) and their sectors."""
+    rows = np.zeros(len(pa), dtype=np.int64)
+    secs = np.zeros(len(pa), dtype=np.int64)
+    for i, (records, sector_start, _, _) in enumerate(sources):
+        mine = np.flatnonzero(src == i)
+        if len(mine):
+            _count_pieces(pa[mine], pb[mine], records["mem_rows"], sector_start, mine, rows, secs)
+    return rows, secs
+
+
+@njit(cache=True)
+def _count_pieces(pa, pb, mem_rows, sector_start, where, rows, secs):
     for i in range(len(pa)):
-        rows, start = (old_rows, old_start) if part[i] == 0 else (new_rows, new_start)
+        r = 0
+        c = 0
         for j in range(pa[i], pb[i]):
-            r = rows[j]
-            if r >= 0:
-                n_rows += 1
-                n_sec += start[r + 1] - start[r]
-    return n_rows, n_sec
-
-
-@njit(cache=True, nogil=True)
-def _copy_pieces(pa, pb, part, at, r0, s0,
-                 o_pcs, o_rows, o_regc, o_wavef, o_glines, o_start, o_list,
-                 n_pcs, n_rows, n_regc, n_wavef, n_glines, n_start, n_list,
-                 d_pcs, d_rows, d_regc, d_wavef, d_glines, d_start, d_list):
-    """Append the pieces' records at `at`, in order, and their memory rows (renumbered from `r0`,
-    each row's sectors copied to the sector list from `s0`)."""
-    k, r, q = at, r0, s0
-    for i in range(len(pa)):
-        if part[i] == 0:
-            pcs, rows, regc, wavef, glines, start, lst = o_pcs, o_rows, o_regc, o_wavef, o_glines, o_start, o_list
-        else:
-            pcs, rows, regc, wavef, glines, start, lst = n_pcs, n_rows, n_regc, n_wavef, n_glines, n_start, n_list
-        for j in range(pa[i], pb[i]):
-            d_pcs[k] = pcs[j]
-            d_regc[k] = regc[j]
-            d_wavef[k] = wavef[j]
-            d_glines[k] = glines[j]
-            row = rows[j]
-            if row >= 0:
-                for x in range(start[row], start[row + 1]):
-                    d_list[q] = lst[x]
-                    q += 1
-                d_rows[k] = r
+            m = mem_rows[j]
+            if m >= 0:
                 r += 1
-                d_start[r] = q
+                c += sector_start[m + 1] - sector_start[m]
+        rows[where[i]] = r
+        secs[where[i]] = c
+
+
+@njit(cache=True)
+def _copy_pieces(pa, pb, at, row_at, sec_at, pcs, mem_rows, regc, wavef, glines, sector_start, sector_list,
+                 sector_base, d_pcs, d_mem_rows, d_regc, d_wavef, d_glines, d_sector_start, d_sector_list,
+                 d_sector_base):
+    """Records pa[i]:pb[i] of a source to at[i].., their rows numbered from row_at[i], their sectors
+    to sec_at[i].. (d_sector_start[row + 1]: the end of each row's sectors)."""
+    for i in range(len(pa)):
+        o = at[i]
+        r = row_at[i]
+        s = sec_at[i]
+        for j in range(pa[i], pb[i]):
+            d_pcs[o] = pcs[j]
+            d_regc[o] = regc[j]
+            d_wavef[o] = wavef[j]
+            d_glines[o] = glines[j]
+            m = mem_rows[j]
+            if m < 0:
+                d_mem_rows[o] = -1
             else:
-                d_rows[k] = -1
-            k += 1
-
-
-def _concat(segments: list[Segment]) -> dict:
-    """The segments as one: warp ids, their records' starts and counts, records, rows, sectors."""
-    if not segments:
-        return {"gids": np.zeros(0, dtype=np.int64), "starts": np.zeros(0, dtype=np.int64),
-                "counts": np.zeros(0, dtype=np.int64), "records": {k: np.zeros(0, dtype=t) for k, t in RECORD_FIELDS.items()},
-                "sector_start": np.zeros(1, dtype=np.int64), "sector_list": np.zeros(0, dtype=np.int64)}
-    counts = np.concatenate([s.counts for s in segments])
-    rows_base = np.cumsum([0] + [len(s.sector_start) - 1 for s in segments])
-    sec_base = np.cumsum([0] + [len(s.sector_list) for s in segments])
-    records = {}
-    for k in RECORD_FIELDS:
-        if k == "mem_rows":
-            records[k] = np.concatenate([np.where(s.records[k] >= 0, s.records[k].astype(np.int64) + rb, -1)
-                                         for s, rb in zip(segments, rows_base)]).astype(RECORD_FIELDS[k])
-        else:
-            records[k] = np.concatenate([s.records[k] for s in segments])
-    sector_start = np.concatenate([s.sector_start[:-1] + b for s, b in zip(segments, sec_base)] + [sec_base[-1:]])
-    return {"gids": np.concatenate([s.gids for s in segments]), "starts": np.r_[0, np.cumsum(counts)[:-1]].astype(np.int64),
-            "counts": counts, "records": records, "sector_start": sector_start.astype(np.int64),
-            "sector_list": np.concatenate([s.sector_list for s in segments]).astype(np.int64, copy=False)}
+                d_mem_rows[o] = r
+                d_sector_base[r] = sector_base[m]
+                for c in range(sector_start[m], sector_start[m + 1]):
+                    d_sector_list[s] = sector_list[c]
+                    s += 1
+                r += 1
+                d_sector_start[r] = s
+            o += 1
 
 
 class EmulatorStream:
@@ -300,15 +357,18 @@ class EmulatorStream:
 
         self.gpu, self.program = gpu, program
         self.wpc = launch.warps_per_cta
-        self.groups = [list(ctas[i:i + group]) for i in range(0, len(ctas), group)]
-        if len(self.groups) > 1 and len(self.groups[-1]) < group:  # a last, partial group joins the one before:
-            self.groups[-2:] = [self.groups[-2] + self.groups[-1]]  # (the emulator's cost is per step, and per lane)
-        self.group_of = {c: i for i, g in enumerate(self.groups) for c in g}
+        self.ctas = np.asarray(ctas, dtype=np.int64)
+        if len(self.ctas) and not (np.diff(self.ctas) == 1).all():
+            raise ValueError("a streamed run emulates consecutive CTAs in launch order")
+        # group g: CTAs ctas[g * group:(g + 1) * group]; a last, partial group joins the one before
+        # (the emulator's cost is per step, and per lane)
+        self.group, self.n_groups = group, max(1, len(ctas) // group)
         self._make = lambda cs: Emulator(program, launch, params, memory, ctas=cs)
         self.emus: dict[int, object] = {}
         self.finished: set[int] = set()
+        self.started_to = 0  # the CTAs (of `ctas`, from the first) of the groups started so far
         self.slice_steps, self.slice_bytes = slice_steps, slice_bytes
-        self.carry = None
+        self.carry: dict[int, np.ndarray] = {}  # per group being emulated: its warps' reuse-cache state
         self.totals = new_totals(len(program))
         self.memory, self.launch = memory, launch
         self.warp_instructions = 0
@@ -324,9 +384,14 @@ class EmulatorStream:
 
         if g in self.finished:
             return None
+        lo, hi = self.span(g)
         emu = self.emus.get(g)
         if emu is None:
-            emu = self.emus[g] = self._make(self.groups[g])
+            emu = self.emus[g] = self._make([int(c) for c in self.ctas[lo:hi]])
+            # per warp: the reuse cache's slots, then the read-port debt (precompute.register_bank_conflicts)
+            self.carry[g] = np.full(((hi - lo) * self.wpc, operand_table(self.program)[0].shape[1] + 1), -1,
+                                    dtype=np.int32)
+            self.started_to = max(self.started_to, hi)
         if ctas is None:
             emu.frozen[:] = False
         else:
@@ -335,10 +400,6 @@ class EmulatorStream:
         done = emu.run_for(self.slice_steps, self.slice_bytes)
         t1 = time.perf_counter()
         self.seconds["emulate"] += t1 - t0
-        if self.carry is None:
-            # (per warp: the reuse cache's slots, then the read-port debt: precompute.register_bank_conflicts)
-            self.carry = np.full((self.launch.n_ctas * self.wpc, operand_table(self.program)[0].shape[1] + 1), -1,
-                                 dtype=np.int32)
         n_local = len(emu.warp_cta)
         gids = np.asarray(emu.ctas, dtype=np.int64)[emu.warp_cta] * self.wpc + np.arange(n_local) % self.wpc
         complete = gids[emu.done]  # (warps that have exited: their streams end with this slice or before)
@@ -347,17 +408,24 @@ class EmulatorStream:
             emu.take_log()
             t2 = time.perf_counter()
             self.seconds["trace"] += t2 - t1
-            seg = segment_from_trace(self.gpu, trace, self.carry, complete, self.totals)
+            seg = segment_from_trace(self.gpu, trace, self.carry[g], complete, self.totals, int(self.ctas[lo]) * self.wpc)
             self.seconds["columns"] += time.perf_counter() - t2
         else:
             seg = Segment(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
                           {k: np.zeros(0, dtype=t) for k, t in RECORD_FIELDS.items()},
-                          np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), complete)
+                          np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64), complete)
         if done:
             self.warp_instructions += emu.warp_instructions
             self.finished.add(g)
-            del self.emus[g]
+            del self.emus[g], self.carry[g]
         return seg
+
+    def span(self, g: int) -> tuple[int, int]:
+        """Group g's CTAs: ctas[first:end]."""
+        return g * self.group, len(self.ctas) if g == self.n_groups - 1 else (g + 1) * self.group
+
+    def group_of(self, cta: int) -> int:
+        return min((cta - int(self.ctas[0])) // self.group, self.n_groups - 1)
 
     def checked_run(self):
         """What `emu.run.verify` needs of an emulator run: the whole grid's, on the one memory."""
@@ -373,6 +441,8 @@ def run_streamed(gpu, occ, ctas: list[int]):
     cfg = gpu.cfg
     wpc = gpu.warps_per_cta
     queue = np.asarray(ctas, dtype=np.int64)
+    if not np.array_equal(queue, stream.ctas):
+        raise RuntimeError("streamed run: the CTA queue is not the stream's CTAs")
     ahead = cfg.sm_count * occ.ctas_per_sm  # CTAs kept ready to launch: a full wave
     arena = Arena(gpu._grid_ctas() * wpc)
     warps = np.arange(wpc)
@@ -400,9 +470,9 @@ def run_streamed(gpu, occ, ctas: list[int]):
                     # emulator's batches are warps at one PC, and its fast paths want contiguous warps;
                     # CTAs left out split them (refilling only the CTAs below a few slices' worth,
                     # sgemm_maxas_64 h100 2048 spent 94-170 s emulating, 13 s this way)
-                    groups = {stream.group_of[int(c)] for c in np.unique(st.w["gid"][short] // wpc)}
+                    groups = {stream.group_of(int(c)) for c in np.unique(st.w["gid"][short] // wpc)}
                     for c in np.unique(st.w["gid"][streaming] // wpc):
-                        g = stream.group_of[int(c)]
+                        g = stream.group_of(int(c))
                         if g in groups:
                             want.setdefault(g, set()).add(int(c))
             while primed < len(queue) and ready(primed):
@@ -410,19 +480,26 @@ def run_streamed(gpu, occ, ctas: list[int]):
             for i in range(primed, min(len(queue), nxt + ahead)):
                 if not ready(i):
                     c = int(queue[i])
-                    want.setdefault(stream.group_of[c], set()).add(c)
+                    want.setdefault(stream.group_of(c), set()).add(c)
             if not want:
                 return primed
             roomy = arena.live < FREE_RECORDS  # (then every CTA of a group goes on)
-            segments = [s for g in sorted(want) if (s := stream.slice(g, None if roomy else want[g])) is not None]
-            t = time.perf_counter()
             waiting = int(np.count_nonzero(arena.more))
-            arena.add(segments, st, (queue[nxt:, None] * wpc + warps).ravel())
-            adds[0] += 1
-            if adds[0] % TRIM_EVERY == 0:
-                _trim_heap()
-            stream.seconds["arena"] += time.perf_counter() - t
-            if not any(len(s.counts) for s in segments) and np.count_nonzero(arena.more) == waiting:
+            made = False
+            for g in sorted(want):  # each slice goes to the arena as it is made (one slice's records in memory)
+                seg = stream.slice(g, None if roomy else want[g])
+                if seg is None:
+                    continue
+                made |= len(seg.counts) > 0
+                t = time.perf_counter()
+                # (the CTAs not launched yet that may have records: those of the groups started)
+                arena.add([seg], st, (queue[nxt:max(nxt, stream.started_to), None] * wpc + warps).ravel())
+                del seg
+                adds[0] += 1
+                if adds[0] % TRIM_EVERY == 0:
+                    _trim_heap()
+                stream.seconds["arena"] += time.perf_counter() - t
+            if not made and np.count_nonzero(arena.more) == waiting:
                 # (an emulator always moves on: its warps run, or exit, or it reports a deadlock)
                 raise RuntimeError(f"streamed trace: groups {sorted(want)} made no records and ended no warps")
 
@@ -436,6 +513,9 @@ def run_streamed(gpu, occ, ctas: list[int]):
             break
         primed = fill(st, int(st.glob[C.G_PRIMED]))
         st.glob[C.G_PRIMED] = primed
+        nxt, run = int(st.glob[C.G_NEXT]), st.w["gid"][running(st)]
+        arena.release(min(int(queue[nxt]) * wpc if nxt < len(queue) else len(arena.begin),
+                          int(run.min()) if len(run) else len(arena.begin)))
         st = st._replace(**arena.arrays())
     sms, memory = E.results(gpu, st, status, m)
     return sms, memory, stream.totals

@@ -28,14 +28,18 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("free", [0, 1 << 30], ids=["only-needed-ctas", "whole-groups"])
+@pytest.mark.parametrize("free", [0, 1 << 30, -1], ids=["only-needed-ctas", "whole-groups", "backlog"])
 @pytest.mark.parametrize("case", list(CASES))
 def test_streamed_run_equals_the_whole_trace(case, free, monkeypatch):
-    """`free`: the arena's room below which a slice emulates its whole group (0: only the CTAs that
-    need records, the others frozen)."""
+    """`free`: the arena's room below which a slice emulates its whole group (0: a short group's
+    running CTAs, the others frozen; -1: also past the backlog limit from the start, so only CTAs
+    with few records left are fed)."""
     from gpusim.timing.compiled import stream as S
 
-    monkeypatch.setattr(S, "FREE_RECORDS", free)
+    monkeypatch.setattr(S, "FREE_RECORDS", max(free, 0))
+    if free < 0:
+        monkeypatch.setattr(S, "BACKLOG_RECORDS", 0)
+        monkeypatch.setattr(S, "BACKLOG_KEEP", 3 * 16)
     name, gpu, size, overrides, slice_records = CASES[case]
     cfg = load_gpu(gpu)
     if overrides:

@@ -29,6 +29,8 @@ from gpusim.timing.static import GLOAD, SMEM
 # ones that need records: the emulator's cost is mostly per step, so CTAs emulated apart cost more
 # (dgemm_unroll gtx970 512: a group of 13 + 3 CTAs, the 3 apart: 0.86 M/s end to end, together 1.2)
 FREE_RECORDS = 4 << 20
+BACKLOG_RECORDS = 8 << 20  # live records past which only CTAs below BACKLOG_KEEP records per warp are fed
+BACKLOG_KEEP = 4096
 TRIM_EVERY = 20  # arena updates between two `_trim_heap` calls
 RELEASE_WARPS = 1 << 20  # the arena's per-warp entries of finished CTAs go back to the system this many at a time
 RECORD_FIELDS = {"pcs": np.int32, "mem_rows": np.int32, "regc": np.int8, "wavef": np.int16, "glines": np.int8}
@@ -471,9 +473,17 @@ def run_streamed(gpu, occ, ctas: list[int]):
                     # CTAs left out split them (refilling only the CTAs below a few slices' worth,
                     # sgemm_maxas_64 h100 2048 spent 94-170 s emulating, 13 s this way)
                     groups = {stream.group_of(int(c)) for c in np.unique(st.w["gid"][short] // wpc)}
-                    for c in np.unique(st.w["gid"][streaming] // wpc):
+                    cta = st.w["gid"][streaming] // wpc
+                    left = (arena.end[st.w["gid"]] - st.w["pos"])[streaming]
+                    order = np.lexsort((left, cta))  # per CTA, its warp with the fewest records first
+                    first = np.r_[True, cta[order][1:] != cta[order][:-1]] if len(order) else np.zeros(0, bool)
+                    # past BACKLOG_RECORDS a group's CTAs that still hold plenty wait: under the measured
+                    # LRR policy a group's CTAs run at more spread rates, and their backlog grew with
+                    # each refill (sgemm_maxas_64 h100 2048: 23.8 M live records against 12.0 M under GTO)
+                    backlog = arena.live >= BACKLOG_RECORDS
+                    for c, fewest in zip(cta[order][first].tolist(), left[order][first].tolist()):
                         g = stream.group_of(int(c))
-                        if g in groups:
+                        if g in groups and not (backlog and fewest > BACKLOG_KEEP):
                             want.setdefault(g, set()).add(int(c))
             while primed < len(queue) and ready(primed):
                 primed += 1

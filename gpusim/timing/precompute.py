@@ -482,85 +482,52 @@ def register_bank_conflicts(program, trace, banks: int = 4, bank_width_bits: int
     warp of `trace.warp_ids`; with `read_ports`, its last column carries the read-port debt,
     `register_read_cycles`). `read_ports`: the read-port rule instead of the bank rule.
     """
-    if read_ports is not None:
-        return _read_port_conflicts(program, trace, read_ports, reuse_cache, memory_ops, return_hits, carry)
     table = operand_table(program)
     regs_read = table[3]
     pc = trace.records["pc_index"]
     reads = collector_reads(program, memory_ops)
-    # cost if no operand came from the reuse cache: per instruction
-    no_reuse_pc = np.array([bank_conflict_cycles([r for regs in slots for r in regs], banks, bank_width_bits)
-                            if reads[p] else 0 for p, slots in enumerate(regs_read)], dtype=SMALL_COLUMN_DTYPE)
     width = 1 << table[0].shape[1]
-    popcount = np.array([bin(m).count("1") for m in range(width)], dtype=SMALL_COLUMN_DTYPE)
-    cost_of = no_reuse_pc.repeat(width)  # per (instruction, slots hit): filled in as pairs turn up
-    known = np.zeros(len(cost_of), dtype=bool)
-    known[::width] = True  # no slot hit: the cost without the reuse cache
-    reuse = _Reuse(program, table, memory_ops) if reuse_cache else None
-    cost = np.empty(len(pc), dtype=SMALL_COLUMN_DTYPE)
-    n_hits = np.zeros(len(pc), dtype=SMALL_COLUMN_DTYPE) if return_hits else None
-    first_warp = 0
-    for a, b, starts in _warp_blocks(trace):
-        p = pc[a:b]
-        block_carry = None if carry is None else carry[first_warp:first_warp + len(starts)]
-        first_warp += len(starts)
-        hits = reuse.hits(p, starts, block_carry) if reuse is not None else None
-        if hits is None or not hits.any():
-            cost[a:b] = no_reuse_pc[p]
-            continue
-        combo = p * np.int32(width) + hits.astype(np.int32)  # (instruction, slots hit): a small non-negative int
-        present = np.flatnonzero(np.bincount(combo, minlength=len(known)).astype(bool) & ~known)
-        for key in present:  # distinct by counting (np.unique would sort)
-            q, mask = divmod(int(key), width)
-            if reads[q]:
-                slots = regs_read[q]
-                cost_of[key] = bank_conflict_cycles([r for s, regs in enumerate(slots) if not (mask >> s) & 1
-                                                     for r in regs], banks, bank_width_bits)
-            known[key] = True
-        cost[a:b] = cost_of[combo]
-        if return_hits:
-            n_hits[a:b] = popcount[hits]
-    if return_hits:
-        return cost, n_hits, no_reuse_pc[pc]
-    return cost
 
+    def value(q: int, mask: int) -> int:
+        """Instruction q's figure with the slots in `mask` served by the reuse cache: its extra cycles
+        (bank rule) or its distinct registers read (read-port rule)."""
+        if not reads[q]:
+            return 0
+        regs = [r for s, slot in enumerate(regs_read[q]) if not (mask >> s) & 1 for r in slot]
+        return len(set(regs)) if read_ports is not None else bank_conflict_cycles(regs, banks, bank_width_bits)
 
-def _read_port_conflicts(program, trace, ports: int, reuse_cache: bool, memory_ops: bool, return_hits: bool,
-                         carry: np.ndarray | None):
-    """`register_bank_conflicts` under the read-port rule (module docstring)."""
-    table = operand_table(program)
-    regs_read = table[3]
-    pc = trace.records["pc_index"]
-    reads_ok = collector_reads(program, memory_ops)
-    width = 1 << table[0].shape[1]
-    # distinct registers read per (instruction, slots served by the reuse cache)
-    n_read = np.zeros(len(regs_read) * width, dtype=np.int16)
-    for p, slots in enumerate(regs_read):
-        if not reads_ok[p]:
-            continue
-        for mask in range(width):
-            n_read[p * width + mask] = len({r for s, regs in enumerate(slots) if not (mask >> s) & 1 for r in regs})
+    # per (instruction, slots hit): filled in as pairs turn up; no slot hit is known from the start
+    value_of = np.repeat(np.array([value(q, 0) for q in range(len(regs_read))], dtype=np.int16), width)
+    known = np.zeros(len(value_of), dtype=bool)
+    known[::width] = True
     popcount = np.array([bin(m).count("1") for m in range(width)], dtype=SMALL_COLUMN_DTYPE)
     reuse = _Reuse(program, table, memory_ops) if reuse_cache else None
     cost = np.empty(len(pc), dtype=SMALL_COLUMN_DTYPE)
     no_reuse = np.empty(len(pc), dtype=SMALL_COLUMN_DTYPE)
     n_hits = np.zeros(len(pc), dtype=SMALL_COLUMN_DTYPE) if return_hits else None
-    debt = None if carry is None else carry[:, -1]
+    debt = None if carry is None or read_ports is None else carry[:, -1]  # (a view: updated in place)
     first_warp = 0
     for a, b, starts in _warp_blocks(trace):
         p = pc[a:b].astype(np.int64)
         block = slice(first_warp, first_warp + len(starts))
         first_warp += len(starts)
-        block_carry = None if carry is None else carry[block, :-1]
+        block_carry = None if carry is None else carry[block] if read_ports is None else carry[block, :-1]
         hits = reuse.hits(p, starts, block_carry) if reuse is not None else None
-        combo = p * width + (hits.astype(np.int64) if hits is not None else 0)
-        block_debt = None if debt is None else debt[block]
-        cost[a:b] = register_read_cycles(n_read[combo], starts, ports, block_debt)
-        if block_debt is not None:
-            debt[block] = block_debt
-        no_reuse[a:b] = register_read_cycles(n_read[p * width], starts, ports)
-        if return_hits and hits is not None:
-            n_hits[a:b] = popcount[hits]
+        combo = p * width
+        if hits is not None and hits.any():
+            combo = combo + hits.astype(np.int64)
+            present = np.flatnonzero(np.bincount(combo, minlength=len(known)).astype(bool) & ~known)
+            for key in present:  # distinct by counting (np.unique would sort)
+                value_of[key] = value(*divmod(int(key), width))
+                known[key] = True
+            if return_hits:
+                n_hits[a:b] = popcount[hits]
+        if read_ports is None:
+            cost[a:b] = value_of[combo]
+            no_reuse[a:b] = value_of[p * width]
+        else:
+            cost[a:b] = register_read_cycles(value_of[combo], starts, read_ports, None if debt is None else debt[block])
+            no_reuse[a:b] = register_read_cycles(value_of[p * width], starts, read_ports)
     if return_hits:
         return cost, n_hits, no_reuse
     return cost

@@ -69,6 +69,11 @@ def find_disasm(explicit: str | None, nvcc: str) -> tuple[str | None, str]:
     for d in dirs:
         cands.append((os.path.join(d, "nvdisasm"), "nvdisasm"))
     cands.append((shutil.which("nvdisasm"), "nvdisasm"))
+    try:  # the PyPI package nvidia-cuda-nvdisasm puts it under nvidia/cu13/bin
+        import nvidia
+        cands += [(os.path.join(p, "cu13", "bin", "nvdisasm"), "nvdisasm") for p in nvidia.__path__]
+    except ImportError:
+        pass
     cands.append((os.environ.get("GPUSIM_CUOBJDUMP13"), "cuobjdump"))
     for d in dirs:
         cands.append((os.path.join(d, "cuobjdump"), "cuobjdump"))

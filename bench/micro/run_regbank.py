@@ -33,7 +33,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_micro import run_cmd  # noqa: E402
+from run_memory import Bench as MemoryBench  # noqa: E402  (launches, CuPy module, SM count)
+from run_micro import find_disasm, parse_sass, run_cmd  # noqa: E402
 
 SRC = os.path.join(HERE, "regbank.cu")
 FMAS_PER_ITER = 64  # per warp per loop iteration, every kernel (regbank.cu)
@@ -58,17 +59,6 @@ NCU_PIPES = ["sm__inst_executed_pipe_fma.sum", "sm__inst_executed_pipe_fmaheavy.
              "sm__pipe_fp64_cycles_active.sum"]
 
 
-def find_disassembler(nvcc: str) -> str | None:
-    cands = [os.environ.get("GPUSIM_NVDISASM13"), os.path.join(os.path.dirname(nvcc), "nvdisasm"),
-             shutil.which("nvdisasm"), "/opt/gpusim-cuda13/bin/nvdisasm"]
-    try:
-        import nvidia  # PyPI nvidia-cuda-nvdisasm
-        cands += [os.path.join(p, "cu13", "bin", "nvdisasm") for p in nvidia.__path__]
-    except ImportError:
-        pass
-    return next((c for c in cands if c and os.path.exists(c)), None)
-
-
 def compile_cubin(nvcc: str) -> dict:
     build = os.path.join(HERE, "build")
     os.makedirs(build, exist_ok=True)
@@ -78,59 +68,39 @@ def compile_cubin(nvcc: str) -> dict:
     return {"cubin": cubin, "command": " ".join(map(shlex.quote, cmd)), "nvcc_version": run_cmd([nvcc, "--version"]).strip()}
 
 
-def timed_loops(cubin: str, dis: str) -> dict:
+def timed_loops(cubin: str, dis: str, kind: str) -> dict:
     """Per kernel: the instructions between its first two clock reads (the warm-up pass's timed loop,
-    the same code as the recorded pass): address, text, and the two 64-bit words of each."""
-    text = run_cmd([dis, "-c", "-hex", cubin]) if dis.endswith("nvdisasm") else run_cmd([dis, "-sass", cubin])
-    out, cur, pending = {}, None, None
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        s = line.strip()
-        if s.startswith(".text.") and s.endswith(":"):
-            cur = s[6:-1]
-            out[cur] = {"all": []}
-            continue
-        m = re.match(r"/\*([0-9a-f]{4,})\*/\s+(.*?);\s*/\*\s*(0x[0-9a-f]+)\s*\*/", s)
-        if cur and m:
-            pending = {"addr": m.group(1), "text": m.group(2).strip(), "lo": m.group(3)}
-            out[cur]["all"].append(pending)
-            continue
-        m = re.match(r"/\*\s*(0x[0-9a-f]+)\s*\*/\s*$", s)
-        if cur and m and pending is not None and "hi" not in pending:
-            pending["hi"] = m.group(1)
+    the same code as the recorded pass), as `run_micro.parse_sass` reads them (address, text, both
+    64-bit words)."""
+    text = run_cmd([dis, "-c", "-hex", cubin] if kind == "nvdisasm" else [dis, "-sass", cubin])
     loops = {}
-    for k, v in out.items():
-        ins = v["all"]
+    for k, v in parse_sass(text).items():
+        ins = v["ins"]
         clocks = [i for i, x in enumerate(ins) if "SR_CLOCKLO" in x["text"]]
         body = ins[clocks[0] + 1:clocks[1]] if len(clocks) >= 2 else []
-        fmas = [x for x in body if re.match(r"(@!?U?P\w+\s+)?[DF]FMA\b", x["text"])]
+        fmas = [x for x in body if x["op"] in ("FFMA", "DFMA")]
         loops[k] = {"instructions": body, "fma_count": len(fmas), "other_count": len(body) - len(fmas)}
     return loops
 
 
-class Bench:
-    def __init__(self, cubin):
-        import cupy as cp
-        import numpy as np
-        self.cp, self.np = cp, np
-        self.mod = cp.RawModule(path=cubin)
-        self.sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
+class Bench(MemoryBench):
+    def _buffers(self, name, warps):
+        """The kernel's parameters (values near 1: no overflow in 64 * iters FMAs), sink and stamps."""
+        cp, np = self.cp, self.np
+        dt = np.float32 if KERNELS[name][0] == 4 else np.float64
+        return (cp.asarray(1.0 + np.arange(128, dtype=dt) / 1024.0), cp.zeros(self.sms * 32 * warps, dtype=dt),
+                cp.zeros(self.sms * warps * 2, dtype=cp.int64))
 
     def sweep(self, name, warps, iters_list) -> list:
         """Rate against loop length at one warp count, with CUDA-event time around each launch: whether
         long launches run slower per SM cycle (the span in cycles over the event time gives the clock)."""
         cp, np = self.cp, self.np
-        dt = np.float32 if KERNELS[name][0] == 4 else np.float64
-        p = cp.asarray(1.0 + np.arange(128, dtype=dt) / 1024.0)
-        sink = cp.zeros(self.sms * 32 * warps, dtype=dt)
-        out = cp.zeros(self.sms * warps * 2, dtype=cp.int64)
-        f = self.mod.get_function(name)
-        f.max_dynamic_shared_size_bytes = RESERVE_SHARED
+        p, sink, out = self._buffers(name, warps)
         res = []
         for iters in iters_list:
             a, b = cp.cuda.Event(), cp.cuda.Event()
             a.record()
-            f((self.sms,), (32 * warps,), (out, sink, p, np.int32(iters)), shared_mem=RESERVE_SHARED)
+            self.launch(name, self.sms, 32 * warps, (out, sink, p, np.int32(iters)), RESERVE_SHARED)
             b.record()
             b.synchronize()
             o = out.get().reshape(self.sms, warps, 2)
@@ -147,18 +117,11 @@ class Bench:
         return res
 
     def run(self, name, warps, iters, reps):
-        cp, np = self.cp, self.np
-        size = KERNELS[name][0]
-        dt = np.float32 if size == 4 else np.float64
-        p = cp.asarray(1.0 + np.arange(128, dtype=dt) / 1024.0)  # (values near 1: no overflow in 64 * iters FMAs)
-        sink = cp.zeros(self.sms * 32 * warps, dtype=dt)
-        out = cp.zeros(self.sms * warps * 2, dtype=cp.int64)
-        f = self.mod.get_function(name)
-        f.max_dynamic_shared_size_bytes = RESERVE_SHARED
+        p, sink, out = self._buffers(name, warps)
         rates = []
         for _ in range(reps):
-            f((self.sms,), (32 * warps,), (out, sink, p, np.int32(iters)), shared_mem=RESERVE_SHARED)
-            cp.cuda.runtime.deviceSynchronize()
+            self.launch(name, self.sms, 32 * warps, (out, sink, p, self.np.int32(iters)), RESERVE_SHARED)
+            self.sync()
             o = out.get().reshape(self.sms, warps, 2)
             spans = [int(c[:, 1].max() - c[:, 0].min()) for c in o]
             rates.append(statistics.median(warps * FMAS_PER_ITER * iters / s for s in spans))
@@ -220,8 +183,8 @@ def main() -> int:
             print("run_regbank.py: measuring needs cupy and an NVIDIA GPU (use --dry-run to compile only)", file=sys.stderr)
             return 2
     comp = compile_cubin(args.nvcc)
-    dis = find_disassembler(args.nvcc)
-    loops = timed_loops(comp["cubin"], dis) if dis else {}
+    dis, kind = find_disasm(os.environ.get("GPUSIM_NVDISASM13"), args.nvcc)
+    loops = timed_loops(comp["cubin"], dis, kind) if dis else {}
     regs = {}
     cuobj = os.path.join(os.path.dirname(dis), "cuobjdump") if dis else None
     if cuobj and os.path.exists(cuobj):

@@ -113,18 +113,25 @@ def dfma(R, ra, rb, rc, rd, start, stop, out):
 
 
 @njit(cache=True, nogil=True)
+def _units_inside(words, q, offset, k):
+    """Whether every unit q[i] + offset of k words lies inside `words` (gather's and scatter's check)."""
+    units = len(words) // k
+    for i in range(len(q)):
+        u = np.int64(q[i]) + offset
+        if u < 0 or u >= units:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
 def gather(words, q, offset, k, R, first, start):
     """A load of k-word units (fastmem.make_load): R[first + j, start + i] = words[(q[i] + offset) * k + j]
     for each lane i, `words` the memory as flat uint32 words. False (nothing written) where a unit is
     outside `words` (the caller checked the bounds already; this only keeps a wrong index from
     reading beyond the array)."""
-    n = len(q)
-    units = len(words) // k
-    for i in range(n):
-        u = np.int64(q[i]) + offset
-        if u < 0 or u >= units:
-            return False
-    for i in range(n):
+    if not _units_inside(words, q, offset, k):
+        return False
+    for i in range(len(q)):
         base = (np.int64(q[i]) + offset) * k
         for j in range(k):
             R[first + j, start + i] = words[base + j]
@@ -136,13 +143,9 @@ def scatter(words, q, offset, k, R, first, start):
     """A store of k-word units (fastmem.make_store): words[(q[i] + offset) * k + j] = R[first + j,
     start + i] for each lane i in order (where two lanes store to one unit the later one's value
     stays, as numpy's assignment leaves it). False (nothing written) where a unit is outside `words`."""
-    n = len(q)
-    units = len(words) // k
-    for i in range(n):
-        u = np.int64(q[i]) + offset
-        if u < 0 or u >= units:
-            return False
-    for i in range(n):
+    if not _units_inside(words, q, offset, k):
+        return False
+    for i in range(len(q)):
         base = (np.int64(q[i]) + offset) * k
         for j in range(k):
             words[base + j] = R[first + j, start + i]

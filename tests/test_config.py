@@ -265,6 +265,8 @@ def test_apply_overrides_accepts_a_sub_mapping():
     ({"sm.register_file.bank_width_bits": 48}, "sm.register_file.bank_width_bits"),
     ({"sm.scheduler.policy": "fifo"}, "sm.scheduler.policy"),
     ({"sm.units.fp64.lanes": 0}, "sm.units.fp64.lanes"),
+    ({"sm.register_file.read_ports": 0}, "sm.register_file.read_ports"),
+    ({"sm.register_file.read_ports": "two"}, "sm.register_file.read_ports"),
     ({"sm.register_file": 4}, "sm.register_file"),
     ({"memory.l1.sector_bytes": 24}, "memory.l1"),
 ])

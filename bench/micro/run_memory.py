@@ -316,30 +316,24 @@ MIX_CASES = (  # name: (active warps, warps doing LDG) as bit masks over warp id
     ("mix16_16_by_sp", 0xFFFFFFFF, 0xCCCCCCCC))  # LDS on sub-partitions 0-1, LDG on 2-3
 
 
-def m_mix(b: Bench) -> dict:
-    """Shared-memory wavefronts and L1-hitting global lines side by side (mix_lds_ldg): 1 CTA of 32
-    warps per SM; an LDS warp runs lds_iters x 16 conflict-free LDS (1 wavefront each), an LDG warp
-    ldg_iters x 16 LDG.E touching 32 lines each (L1 hits), the same units per warp. If the two pass
-    one SM-wide data stage at ~1 unit per cycle, mix16_16 takes about lds16 + ldg16; if they pass
-    stages of their own, about the longer of the two."""
+def _mix_spans(b: Bench, cases, lds_iters: int, ldg_iters: int, lds_stride: int, ldg_stride: int) -> dict:
+    """mix_lds_ldg for each (name, active, ldg) of `cases`: spans and units per cycle (see m_mix)."""
     cp, np = b.cp, b.np
-    lds_iters, ldg_iters, ldg_stride = 1024, 32, 128
-    units_lds, units_ldg = lds_iters * U, ldg_iters * U * 32
+    lines = min(32, max(1, 32 * ldg_stride // 128))  # lines one LDG touches
+    wavefronts = min(32, max(1, lds_stride // 4))  # wavefronts one LDS takes (stride 4: none conflict)
+    units_lds, units_ldg = lds_iters * U * wavefronts, ldg_iters * U * lines
     buf = cp.zeros(64 << 20, dtype=cp.uint8)
     sink = cp.zeros(1 << 16, dtype=cp.uint32)
     ctas, warps = b.sms, 32
-    res = {"method": f"mix_lds_ldg, 1 CTA of 32 warps per SM (24 KB dynamic shared); LDS warp: {lds_iters} x {U} "
-                     f"ld.shared.u32 at lane*4 (1 wavefront each); LDG warp: {ldg_iters} x {U} ld.global.ca.u32 at "
-                     f"lane*{ldg_stride} (32 lines each, L1 hits); second of two passes; span = max end - min start "
-                     "over the SM's active warps (median over SMs, median of 3 launches); units = wavefronts + lines",
-           "units_per_lds_warp": units_lds, "units_per_ldg_warp": units_ldg, "cases": {}}
-    for name, active, ldg in MIX_CASES:
+    out_cases = {}
+    for name, active, ldg in cases:
         out = cp.zeros(ctas * warps * 2, dtype=cp.int64)
         reps = []
         for _ in range(3):
             b.launch("mix_lds_ldg", ctas, 32 * warps,
-                     (buf, sink, out, np.int32(lds_iters), np.int32(ldg_iters), np.int32(4), np.int32(ldg_stride),
-                      np.uint32(ldg), np.uint32(active), np.uint32(8192), np.uint64(0)), shared=24 * 1024)
+                     (buf, sink, out, np.int32(lds_iters), np.int32(ldg_iters), np.int32(lds_stride),
+                      np.int32(ldg_stride), np.uint32(ldg), np.uint32(active), np.uint32(8192), np.uint64(0)),
+                     shared=24 * 1024)
             b.sync()
             o = out.get().reshape(ctas, warps, 2)
             on = [w for w in range(warps) if active >> w & 1]
@@ -350,15 +344,52 @@ def m_mix(b: Bench) -> dict:
         n_ldg = bin(active & ldg).count("1")
         n_lds = bin(active & ~ldg & 0xFFFFFFFF).count("1")
         units = n_lds * units_lds + n_ldg * units_ldg
-        res["cases"][name] = {"active_mask": hex(active), "ldg_mask": hex(ldg), "lds_warps": n_lds, "ldg_warps": n_ldg,
-                              "span_cycles": span, "units_per_cycle": round(units / span, 4),
-                              "spans": [r["span"] for r in reps], "end_offsets_sm0": reps[-1]["end_offsets_sm0"]}
+        out_cases[name] = {"active_mask": hex(active), "ldg_mask": hex(ldg), "lds_warps": n_lds, "ldg_warps": n_ldg,
+                           "lines_per_ldg": lines, "wavefronts_per_lds": wavefronts,
+                           "span_cycles": span, "units_per_cycle": round(units / span, 4),
+                           "spans": [r["span"] for r in reps], "end_offsets_sm0": reps[-1]["end_offsets_sm0"]}
+    del buf
+    return {"units_per_lds_warp": units_lds, "units_per_ldg_warp": units_ldg, "cases": out_cases}
+
+
+def m_mix(b: Bench) -> dict:
+    """Shared-memory wavefronts and L1-hitting global lines side by side (mix_lds_ldg): 1 CTA of 32
+    warps per SM; an LDS warp runs lds_iters x 16 conflict-free LDS (1 wavefront each), an LDG warp
+    ldg_iters x 16 LDG.E touching 32 lines each (L1 hits), the same units per warp. If the two pass
+    one SM-wide data stage at ~1 unit per cycle, mix16_16 takes about lds16 + ldg16; if they pass
+    stages of their own, about the longer of the two."""
+    lds_iters, ldg_iters, ldg_stride = 1024, 32, 128
+    res = {"method": f"mix_lds_ldg, 1 CTA of 32 warps per SM (24 KB dynamic shared); LDS warp: {lds_iters} x {U} "
+                     f"ld.shared.u32 at lane*4 (1 wavefront each); LDG warp: {ldg_iters} x {U} ld.global.ca.u32 at "
+                     f"lane*{ldg_stride} (32 lines each, L1 hits); second of two passes; span = max end - min start "
+                     "over the SM's active warps (median over SMs, median of 3 launches); units = wavefronts + lines"}
+    res.update(_mix_spans(b, MIX_CASES, lds_iters, ldg_iters, 4, ldg_stride))
     c = res["cases"]
     res["mix_over_sum_of_parts"] = round(c["mix16_16"]["span_cycles"] /
                                          (c["lds16"]["span_cycles"] + c["ldg16"]["span_cycles"]), 3)
     res["mix_over_longer_part"] = round(c["mix16_16"]["span_cycles"] /
                                         max(c["lds16"]["span_cycles"], c["ldg16"]["span_cycles"]), 3)
-    del buf
+    return res
+
+
+MIX2_CASES = (("lds16", 0x0F0F0F0F, 0), ("ldg16", 0xF0F0F0F0, 0xF0F0F0F0), ("mix16_16", 0xFFFFFFFF, 0xF0F0F0F0),
+              ("mix24_8", 0xFFFFFFFF, 0xF000F000),   # every sub-partition: 6 LDS warps and 2 LDG warps
+              ("mix8_24", 0xFFFFFFFF, 0xFFF0FFF0))   # every sub-partition: 2 LDS warps and 6 LDG warps
+
+
+def m_mix2(b: Bench) -> dict:
+    """What a shared load and a global line cost each other in the data stage: mix_lds_ldg (see m_mix)
+    with the lines one LDG touches swept (1, 2, 4, 8, 32: ldg_stride 4-128 bytes per lane), with 32-way
+    conflicting LDS (32 wavefronts each) beside 32-line LDG, and with 24 + 8 / 8 + 24 warps. The same
+    units per warp in every case. A cost per line switched, per instruction switched or per unit of
+    either kind predict different spans for these."""
+    res = {"method": "mix_lds_ldg as m_mix, units per warp 16384; per sweep point: lds16, ldg16 (each kind alone, 16 "
+                     "warps), mix16_16, mix24_8 (24 LDS + 8 LDG warps), mix8_24; lds = conflict-free LDS unless "
+                     "the point says s128 (32-way conflicts)", "points": {}}
+    for lines in (1, 2, 4, 8, 32):
+        res["points"][f"ldg{lines}l_lds1w"] = _mix_spans(b, MIX2_CASES, 1024, 1024 // lines, 4, 4 * lines)
+    res["points"]["ldg32l_lds32w"] = _mix_spans(b, MIX2_CASES, 32, 32, 128, 128)
+    res["points"]["ldg2l_lds32w"] = _mix_spans(b, MIX2_CASES, 32, 512, 128, 8)
     return res
 
 
@@ -511,7 +542,7 @@ def main() -> int:
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--ncu-only", default="", help="with --ncu: 'wrap' profiles only the wrapped-load kernels")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
-    ap.add_argument("--only", default="", help="comma list: ldg,wrap,scatter,partition,stream,stg,stg_scatter,sts,issue,issue4,mix,launch,bandwidth")
+    ap.add_argument("--only", default="", help="comma list: ldg,wrap,scatter,partition,stream,stg,stg_scatter,sts,issue,issue4,mix,mix2,launch,bandwidth")
     args = ap.parse_args()
     if args.ncu_child:
         ncu_child(args.ncu_child, args.ncu_only)
@@ -541,7 +572,7 @@ def main() -> int:
     b = Bench(comp["cubin"])
     b.launch("empty", 1, 32, (b.np.uint64(0),))
     groups = {"ldg": m_ldg_rates, "wrap": m_wrap, "scatter": m_scatter, "partition": m_partition, "stream": m_stream, "stg": m_stg, "stg_scatter": m_stg_scatter, "sts": m_sts, "issue": m_issue,
-              "issue4": m_issue4, "mix": m_mix,
+              "issue4": m_issue4, "mix": m_mix, "mix2": m_mix2,
               "launch": m_launch, "bandwidth": m_bandwidth_events}
     only = {s for s in args.only.split(",") if s}
     for name, fn in groups.items():

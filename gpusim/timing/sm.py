@@ -21,7 +21,7 @@ import operator
 
 from gpusim.errors import GpusimError
 from gpusim.timing import stalls as S
-from gpusim.timing.mem.lsu import AccessQueue, Stage
+from gpusim.timing.mem.lsu import LSU, MIO, AccessQueue, DataStage, Stage
 from gpusim.timing.static import BAR, BRANCH, CMEM, GLOAD, SMEM, IssueFacts
 
 EPS = 1e-9
@@ -62,7 +62,7 @@ class SubPartition:
     __slots__ = ("index", "warps", "pipe_names", "pipes", "busy", "dispatch_free", "last", "order", "mio", "lsu",
                  "wake", "dirty")
 
-    def __init__(self, index, pipe_names, sm_cfg, mio_stage, tag_stage):
+    def __init__(self, index, pipe_names, sm_cfg, mio_stage, tag_stage, data_stage=None):
         self.index = index
         self.warps: list[Warp] = []
         self.pipe_names = pipe_names  # pipe id -> name (IssueFacts)
@@ -71,8 +71,10 @@ class SubPartition:
         self.dispatch_free = 0.0
         self.last = None  # the warp that issued last
         self.order = None  # gto: its warps in the order the scheduler tries them (None: to be worked out)
-        self.mio = AccessQueue(sm_cfg.mio_queue_depth, sm_cfg.mio_sub_partition_rate, mio_stage)  # shared memory
-        self.lsu = AccessQueue(sm_cfg.lsu_queue_depth, sm_cfg.lsu_sub_partition_rate, tag_stage)  # global/local
+        self.mio = AccessQueue(sm_cfg.mio_queue_depth, sm_cfg.mio_sub_partition_rate, mio_stage, MIO,
+                               data_stage)  # shared memory
+        self.lsu = AccessQueue(sm_cfg.lsu_queue_depth, sm_cfg.lsu_sub_partition_rate, tag_stage, LSU,
+                               data_stage)  # global/local
         self.wake = 0.0  # earliest cycle at which one of its warps can issue
         self.dirty = True  # its warps changed since `wake` was computed
 
@@ -94,16 +96,17 @@ class SM:
         facts = gpu.issue_facts
         self.facts = facts
         self.execute_facts, self.operand_wait = facts.execute, facts.operand_wait  # read per instruction
-        # the SM-wide stages behind the sub-partitions' queues: the shared-memory banks, the L1 tag stage;
-        # one data stage for both where L1 and shared memory are one array (`memory.l1.unified_data_stage`)
+        # the SM-wide stages behind the sub-partitions' queues: the shared-memory banks, the L1 tag stage,
+        # and where L1 and shared memory are one array (`memory.l1.unified_data_stage`) one data stage
+        # behind both (mem/lsu.py `DataStage`)
+        l1 = cfg.memory.l1
         mio_stage = Stage(cfg.sm.shared_memory.wavefronts_per_cycle)
-        tag_stage = mio_stage if cfg.memory.l1.unified_data_stage else Stage(cfg.memory.l1.lines_per_cycle)
-        self.sps = [SubPartition(i, facts.pipe_names, cfg.sm, mio_stage, tag_stage)
+        tag_stage = Stage(l1.lines_per_cycle)
+        data = DataStage(l1.lines_per_cycle) if l1.unified_data_stage else None
+        self.sps = [SubPartition(i, facts.pipe_names, cfg.sm, mio_stage, tag_stage, data)
                     for i in range(cfg.sm.sub_partitions)]
         # the queues that share each stage (they divide its rate among those busy: mem/lsu.py)
         self.mio_queues, self.lsu_queues = [sp.mio for sp in self.sps], [sp.lsu for sp in self.sps]
-        if tag_stage is mio_stage:
-            self.mio_queues = self.lsu_queues = self.mio_queues + self.lsu_queues
         self.policy = cfg.sm.scheduler.policy
         self.smem_latency = cfg.sm.shared_memory.latency_cycles
         self.mio_read = cfg.sm.mio_register_read_cycles

@@ -69,7 +69,10 @@ SM_STATE = np.dtype([("now", "f8"), ("last_progress", "f8"), ("issued", "i8"), (
 LOOP = np.dtype([("consumed", "i8"), ("cinstr", "i8"), ("cut", "i8"), ("g_lo", "i8"), ("g_hi", "i8"), ("length", "i8"),
                  ("head", "i8"), ("at0", "i8"), ("nsyn", "i8"), ("boff", "i8"), ("bn", "i8")])
 QUEUE = np.dtype([("depth", "i8"), ("rate", "f8"), ("free", "f8"), ("head", "i8"), ("n", "i8")])
-STAGE = np.dtype([("rate", "f8"), ("free", "f8")])
+STAGE = np.dtype([("rate", "f8"), ("free", "f8"),
+                  # the SM's unified data stage (`DataStage`): its rate and the cycle it was last brought
+                  # up to in the MIO row, each kind's work and last access's units in its own row
+                  ("data_rate", "f8"), ("work", "f8"), ("size", "f8"), ("at", "f8")])
 
 State = namedtuple("State", [
     "cfg", "mem", "w", "cta", "sp", "sm", "q", "q_buf", "stage",
@@ -185,6 +188,7 @@ def build(gpu, occ, ctas, arrays: dict, primed: int | None = None, sampled: dict
     stage = np.zeros(n_sm * 2, dtype=STAGE)
     stage["rate"][0::2] = cfg.sm.shared_memory.wavefronts_per_cycle
     stage["rate"][1::2] = cfg.memory.l1.lines_per_cycle
+    stage["data_rate"][0::2] = cfg.memory.l1.lines_per_cycle
     slots = n_sm * occ.ctas_per_sm * gpu.warps_per_cta
     sp = np.zeros(n_sps, dtype=SUB_PARTITION)
     sp["last"] = -1

@@ -7,8 +7,9 @@ State (fields of the structured arrays built by `engine.build`):
 - queues (`st.q`, one row per sub-partition and kind: `q = sub-partition * 2 + MIO|LSU`): depth,
   rate (-1: none, instructions pass the SM-wide stage in issue order), free, and the cycles its
   queued instructions leave (`st.q_buf[q]`, a ring from `head`, `n` long);
-- stages (`st.stage`, one row per SM and kind: `SM * 2 + MIO|LSU`): rate, free (with a unified data
-  stage, `cfg.unified_stage`, both kinds use the MIO row);
+- stages (`st.stage`, one row per SM and kind: `SM * 2 + MIO|LSU`): rate, free; with a unified data
+  stage (`cfg.unified_stage`) the `DataStage`: each kind's work and last access's units in its row,
+  and its rate and the cycle it was brought up to in the MIO row;
 - the chip's L2, DRAM and their counters (`st.mem[0]`), the LRUs of L2, its dirty sectors and its
   reused sectors (the dirty data's reach), each SM's L1 LRU.
 """
@@ -40,11 +41,44 @@ def full_until(st, q, now):
 
 
 @njit
-def queue_access(st, q, stage, first_q, step, count, now, units):
+def data_passed(st, sm, kind, now, units, done):
+    """`DataStage.passed` (with `_advance`): the cycle an access of `kind` that passed its own stage at
+    `done` has passed the SM's unified data stage."""
+    d = st.stage[sm * 2 + MIO]
+    g = st.stage[sm * 2 + LSU]
+    if now > d.at:
+        cycles = (now - d.at) * d.data_rate
+        d.at = now
+        a = d.work
+        b = g.work
+        both = a if a < b else b
+        if 2.0 * both >= cycles:
+            a -= cycles / 2.0
+            b -= cycles / 2.0
+        else:
+            rest = cycles - 2.0 * both
+            a = a - both - rest
+            b = b - both - rest
+        d.work = a if a > 0.0 else 0.0
+        g.work = b if b > 0.0 else 0.0
+    mine_row = st.stage[sm * 2 + kind]
+    other_row = st.stage[sm * 2 + 1 - kind]
+    large = other_row.size
+    cost = units * (2.0 - units / large) if other_row.work > 0.0 and large > units else units
+    mine_row.size = units
+    mine_row.work += cost
+    mine = mine_row.work
+    other = other_row.work
+    t = now + (2.0 * mine if other >= mine else mine + other) / d.data_rate
+    return t if t > done else done
+
+
+@njit
+def queue_access(st, q, stage, first_q, step, count, now, units, unified):
     """`AccessQueue.access`: an instruction of `units` enters queue `q` at `now`; (cycle it starts to
     pass, cycle it has passed). The `count` queues `first_q`, `first_q` + `step`, ... share `stage`
-    (`SM.mio_queues` / `SM.lsu_queues`: the SM's queues of one kind, step 2, or of both kinds where
-    the data stage is unified, step 1)."""
+    (`SM.mio_queues` / `SM.lsu_queues`: the SM's queues of one kind, step 2); `unified`: a unified
+    data stage follows (the SM's, `stage` // 2)."""
     row = st.q[q]
     srow = st.stage[stage]
     if row.rate < 0.0:
@@ -61,6 +95,10 @@ def queue_access(st, q, stage, first_q, step, count, now, units):
         start = row.free if row.free > now else now
         done = start + units / rate
         row.free = done
+    if unified:
+        done = data_passed(st, stage // 2, stage % 2, now, units, done)
+        if done > row.free:
+            row.free = done
     buf = st.q_buf[q]
     cap = buf.shape[0]
     if row.n >= cap:

@@ -508,21 +508,14 @@ def access(st, sm, sp, w, kind, pos, pc, now):
     first = sm * c.n_sp * 2  # the SM's first queue; its queues of one kind are every second one
     if kind == SMEM:
         wf = st.wavef[pos]
-        if c.unified_stage:
-            start, passed = M.queue_access(st, sp * 2 + M.MIO, sm * 2 + M.MIO, first, 1, 2 * c.n_sp, now, max(wf, 1))
-        else:
-            start, passed = M.queue_access(st, sp * 2 + M.MIO, sm * 2 + M.MIO, first + M.MIO, 2, c.n_sp, now,
-                                           max(wf, 1))
+        start, passed = M.queue_access(st, sp * 2 + M.MIO, sm * 2 + M.MIO, first + M.MIO, 2, c.n_sp, now, max(wf, 1),
+                                       c.unified_stage)
         st.sm[sm].smem_wavefronts += wf
         return passed + c.smem_latency, False, start + c.mio_read
     if kind == CMEM:
         return now + c.const_latency, False, now + 2
-    if c.unified_stage:
-        start, passed = M.queue_access(st, sp * 2 + M.LSU, sm * 2 + M.MIO, first, 1, 2 * c.n_sp, now,
-                                       max(1, st.glines[pos]))
-    else:
-        start, passed = M.queue_access(st, sp * 2 + M.LSU, sm * 2 + M.LSU, first + M.LSU, 2, c.n_sp, now,
-                                       max(1, st.glines[pos]))
+    start, passed = M.queue_access(st, sp * 2 + M.LSU, sm * 2 + M.LSU, first + M.LSU, 2, c.n_sp, now,
+                                   max(1, st.glines[pos]), c.unified_stage)
     row = st.mem_rows[pos]
     lo, hi, base = st.sector_start[row], st.sector_start[row + 1], st.sector_base[row]
     if kind == GLOAD:

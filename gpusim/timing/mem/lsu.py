@@ -3,9 +3,11 @@
 Each sub-partition sends its shared-memory instructions to the MIO and its global/local ones to the
 LSU through a queue that holds `depth` instructions. Behind the queues one SM-wide stage (the shared
 memory banks; the L1 tag stage) passes `stage.rate` units per cycle (wavefronts; 128-byte lines).
-Where L1 and shared memory are one array (`memory.l1.unified_data_stage`; an H100 hypothesis, off
-until measured: configs/gpus/arch/gh100.yaml) both kinds pass one stage: a shared wavefront and a global line each take one of its cycles, and all eight queues
-share it.
+Where L1 and shared memory are one array (`memory.l1.unified_data_stage`) both kinds' stages feed
+one data stage (`DataStage`), shared round robin between the kinds: a shared wavefront and a global
+line each take one of its cycles, and accesses smaller than the other kind's cost more (H100: 16
+warps of conflict-free LDS beside 16 of 32-line LDG pass 0.66 units per cycle where each kind alone
+passes 0.95-0.97, memory7_h100.json `mix`, memory8 `mix2`; bench/micro/score_mix.py scores the rule).
 Where a sub-partition has a rate of its own (`rate`), its queue passes at most that many units per
 cycle, and the sub-partitions with work queued share the stage equally: min(rate, stage rate /
 busy sub-partitions) each. Where it has none (older cards), instructions pass the stage in issue
@@ -14,10 +16,9 @@ finds the queue full waits: Nsight Compute's mio_throttle / lg_throttle. The reg
 reads (a store's data, the address) are read as it starts to pass (the SM adds the configured
 `*_register_read_cycles`); until then its read scoreboard is held.
 
-Measured on the H100 (bench/micro/run_memory.py, validation/h100/micro/memory*_h100.json), the
-unified stage excepted (an assumption until `run_memory.py --only mix` measures it; what suggested
-it: naiveMatMatMul and sgemm_smem_padded issue the same LDS stream, but the first's Ac loads touch 32
-lines each, and it takes 918,870 ncu cycles at n=1024 to the second's 619,529):
+Measured on the H100 (bench/micro/run_memory.py, validation/h100/micro/memory*_h100.json; what first
+suggested the unified stage: naiveMatMatMul and sgemm_smem_padded issue the same LDS stream, but the
+first's Ac loads touch 32 lines each, and it takes 918,870 ncu cycles at n=1024 to the second's 619,529):
 - one warp issues 32-way-conflicting LDS (32 wavefronts) every 4 cycles until about 30 are queued,
   then one every 64 cycles: depth ~30, 0.5 wavefronts per cycle per sub-partition, while 32 warps
   reach 0.95-1.0 wavefront per cycle per SM (`issue.lds_s128`, `sts.sts32_*`); two warps of one
@@ -37,6 +38,9 @@ from __future__ import annotations
 from collections import deque
 
 
+MIO, LSU = 0, 1  # the two kinds of queue
+
+
 class Stage:
     """The SM-wide pipe behind a kind of queue: `rate` units per cycle."""
 
@@ -45,11 +49,71 @@ class Stage:
         self.free = 0.0  # older cards: when it takes its next unit
 
 
+class DataStage:
+    """The one data stage of an SM whose L1 and shared memory are one array: past their own stages,
+    shared-memory wavefronts (MIO) and global lines (LSU) pass through it, `rate` units per cycle in
+    all, shared between the two kinds while both have work (round robin: processor sharing of the two
+    backlogs, `work`, in stage cycles). An access's completion is worked out when it enters, as if no
+    more came: with its kind's backlog B (its own cost included) and the other's O, after 2B cycles if
+    O >= B, else B + O. So a shared load behind a burst of global ones waits for twice its own kind's
+    work, not for the burst.
+
+    Mixing sizes costs: while the other kind has work and its accesses are larger (S units, the last
+    one's), an access of s < S units costs s (2 - s / S) stage cycles. Measured on the H100
+    (validation/h100/micro/memory8_h100.json `mix2`, memory7 `mix`): 1-wavefront LDS beside LDG of
+    L = 1, 2, 4, 8, 32 lines, 32-wavefront LDS beside 2- and 32-line LDG, with 16 + 16, 24 + 8 and
+    8 + 24 warps: the time beyond the two kinds' own is (units of the smaller kind) x (1 - small /
+    large), whichever kind is the smaller. Run through the model (bench/micro/score_mix.py), those
+    mixes come out 13.5% fast on average (max 54%, 24 + 8 warps): the hardware's time is about the
+    sum of the costs, as if the kinds did not overlap, while here the larger kind takes its half of
+    the stage, finishes early, and the smaller one's rest passes alone at cost 1. Open: how the
+    stage picks between the kinds (warp counts matter: 24 + 8 and 8 + 24 differ)."""
+
+    def __init__(self, rate: float):
+        self.rate = rate
+        self.work = [0.0, 0.0]  # per kind (MIO, LSU): stage cycles still to pass at cycle `at`
+        self.size = [0.0, 0.0]  # per kind: units of its last access
+        self.at = 0.0
+
+    def _advance(self, now: float) -> None:
+        """Pass the work of the cycles since `at`: both kinds at half the rate while both have some."""
+        if now <= self.at:
+            return
+        cycles = (now - self.at) * self.rate
+        self.at = now
+        a, b = self.work
+        both = a if a < b else b
+        if 2.0 * both >= cycles:
+            a -= cycles / 2.0
+            b -= cycles / 2.0
+        else:
+            rest = cycles - 2.0 * both
+            a = a - both - rest
+            b = b - both - rest
+        self.work = [a if a > 0.0 else 0.0, b if b > 0.0 else 0.0]
+
+    def passed(self, now: float, kind: int, units: float, done: float) -> float:
+        """An access of `kind` and `units` entered at `now` and passed its own stage at `done`: the
+        cycle it has passed this one too."""
+        self._advance(now)
+        work = self.work
+        other = 1 - kind
+        large = self.size[other]
+        cost = units * (2.0 - units / large) if work[other] > 0.0 and large > units else units
+        self.size[kind] = units
+        work[kind] += cost
+        mine, other = work[kind], work[other]
+        t = now + (2.0 * mine if other >= mine else mine + other) / self.rate
+        return t if t > done else done
+
+
 class AccessQueue:
-    def __init__(self, depth: int, rate: float | None, stage: Stage):
+    def __init__(self, depth: int, rate: float | None, stage: Stage, kind: int = MIO, data: DataStage | None = None):
         self.depth = depth
         self.rate = rate  # units per cycle; None: instructions pass the stage in issue order
         self.stage = stage
+        self.kind = kind
+        self.data = data  # the unified data stage behind `stage`, if any
         self.free = 0.0  # when this sub-partition's queue has passed everything it holds
         self.leaving: deque[float] = deque()  # cycle each queued instruction has passed (non-decreasing)
 
@@ -62,8 +126,7 @@ class AccessQueue:
 
     def access(self, now: float, units: float, queues) -> tuple[float, float]:
         """An instruction of `units` enters at `now`: (cycle it starts to pass, cycle it has passed).
-        `queues`: all the queues that share the stage (the SM's queues of this kind, or of both kinds
-        where the data stage is unified)."""
+        `queues`: all the queues of this kind of the SM (they share the stage)."""
         stage = self.stage
         if self.rate is None:
             start = stage.free if stage.free > now else now
@@ -73,6 +136,10 @@ class AccessQueue:
             rate = min(self.rate, stage.rate / busy)
             start = self.free if self.free > now else now
             done = self.free = start + units / rate
+        if self.data is not None:
+            done = self.data.passed(now, self.kind, units, done)
+            if done > self.free:
+                self.free = done
         self.leaving.append(done)
         return start, done
 

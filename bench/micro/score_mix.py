@@ -1,0 +1,96 @@
+"""Score the model's LSU/MIO queues against the H100 `mix` microbenchmark (memory7_h100.json).
+
+The measurement (bench/micro/memory.cu `mix_lds_ldg`, run_memory.py --only mix): one CTA of 32 warps
+per SM; each warp either issues conflict-free 32-bit LDS (1 wavefront each) or 32-bit LDG whose 32
+lanes touch 32 lines (L1 hits), the same units (wavefronts + lines) per warp; which warps do which is
+set by a mask. This script runs the same warps through gpusim's timing model (one SM, every access
+issued back to back, the loads' lines in L1 after the first) and prints, per case, the measured and
+simulated units per cycle. It fits nothing; `memory.l1.mixed_line_cycles` in configs/gpus/arch/gh100.yaml
+is the one parameter these cases set (see its comment).
+
+    python bench/micro/score_mix.py [--set memory.l1.unified_data_stage=true ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from gpusim.config import apply_overrides, load_gpu  # noqa: E402
+from gpusim.timing.gpu import simulate  # noqa: E402
+from timing_kit import program, trace  # noqa: E402
+
+RESULT = ROOT / "validation/h100/micro/memory7_h100.json"
+RESULT2 = ROOT / "validation/h100/micro/memory8_h100.json"
+SCALE = 16  # the measurement's 16384 units per warp, divided by this (the same rates, a shorter run)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--set", action="append", default=[], help="config override FIELD=VALUE (as gpusim run --set)")
+    args = ap.parse_args(argv)
+    over = {"sm_count": 1, "kernel_overhead_cycles": 0, "launch_overhead_us": 0}
+    for item in args.set:
+        k, v = item.split("=", 1)
+        over[k] = json.loads(v) if v not in ("true", "false") else v == "true"
+    cfg = apply_overrides(load_gpu("h100"), over)
+    errors = []
+    print(f"{'point':24s} {'case':16s} {'measured':>9s} {'gpusim':>9s}  units/cycle/SM")
+    for point, name, measured, a in cases():
+        sim = simulate_case(cfg, *a)
+        errors.append(abs(sim / measured - 1))
+        print(f"{point:24s} {name:16s} {measured:9.3f} {sim:9.3f}")
+    print(f"mean |error| {100 * float(np.mean(errors)):.1f}% over {len(errors)} cases, max {100 * max(errors):.1f}%")
+    return 0
+
+
+def simulate_case(cfg, ldg_mask: int, active_mask: int, lds_units: int, ldg_units: int, wavefronts: int = 1,
+                  lines: int = 32) -> float:
+    """Units per cycle of one SM running 32 warps (those outside `active_mask` only exit): those in
+    `ldg_mask` issue `ldg_units` / `lines` LDGs of `lines` lines each (L1 hits), the others
+    `lds_units` / `wavefronts` LDS of `wavefronts` wavefronts each."""
+    prog = program("sm_90", [("LDS R10, [R4]", {"stall": 1}), ("LDG.E R11, desc[UR4][R6.64]", {"stall": 1}),
+                             ("EXIT", {"stall": 1})])
+    streams = []
+    for w in range(32):
+        if not active_mask >> w & 1:
+            streams.append([2])
+        elif ldg_mask >> w & 1:
+            streams.append([1] * (ldg_units // lines) + [2])
+        else:
+            streams.append([0] * (lds_units // wavefronts) + [2])
+    t = trace(prog, 32, 32, streams=streams)
+    rec = t.records
+    is_ldg = rec["pc_index"][rec["mem_row"] >= 0] == 1
+    t.addresses[is_ldg] = np.arange(32, dtype=np.uint64) * 4 * lines  # `lines` lines, the same each time: L1 hits
+    t.addresses[~is_ldg] = np.arange(32, dtype=np.uint64) * (4 if wavefronts == 1 else 128)  # 1 or 32 wavefronts
+    r = simulate(prog, t, cfg, honour_control_codes=True)
+    n_lds = bin(active_mask & ~ldg_mask & 0xFFFFFFFF).count("1")
+    n_ldg = bin(active_mask & ldg_mask).count("1")
+    return (n_lds * lds_units + n_ldg * ldg_units) / r.cycles
+
+
+def cases():
+    """(point, case, measured units per cycle, simulate_case's arguments but cfg) of memory7 `mix`
+    and memory8 `mix2`."""
+    mix = json.loads(RESULT.read_text())["mix"]
+    u = mix["units_per_lds_warp"] // SCALE
+    for name, c in mix["cases"].items():
+        yield "ldg32l_lds1w (memory7)", name, c["units_per_cycle"], (int(c["ldg_mask"], 16), int(c["active_mask"], 16), u, u)
+    mix2 = json.loads(RESULT2.read_text())["mix2"]
+    for point, v in mix2["points"].items():
+        u = v["units_per_lds_warp"] // SCALE
+        for name, c in v["cases"].items():
+            yield point, name, c["units_per_cycle"], (int(c["ldg_mask"], 16), int(c["active_mask"], 16), u, u,
+                                                      c["wavefronts_per_lds"], c["lines_per_ldg"])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

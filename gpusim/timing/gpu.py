@@ -348,7 +348,8 @@ class GPU:
         """Sampled mode: the cycles per CTA an SM needs at least to pass a CTA's shared-memory
         wavefronts and global-access lines through its SM-wide stages, at their rates
         (`sm.shared_memory.wavefronts_per_cycle`, `memory.l1.lines_per_cycle`; the units counted as
-        `SM._access` counts them: at least one per access). The CTAs of the simulated window can
+        `SM._access` counts them: at least one per access; with a unified data stage, both kinds'
+        units at its rate). The CTAs of the simulated window can
         finish faster than that, their wavefronts left queued: transpose_smem h100 1024 came out at
         102 k cycles for 131 k wavefronts per SM, 26% short of detailed mode (137.6 k)."""
         if n_traced < 1:
@@ -359,6 +360,8 @@ class GPU:
         glob = (kinds == GLOAD) | (kinds == GSTORE)
         wavefronts = float((np.maximum(self.cols["smem_wavefronts"][smem], 1) * weight[smem]).sum())
         lines = float((np.maximum(self.cols["glines"][glob], 1) * weight[glob]).sum())
+        if self.cfg.memory.l1.unified_data_stage:  # both pass the data stage too (mem/lsu.py `DataStage`)
+            return (wavefronts + lines) / self.cfg.memory.l1.lines_per_cycle / n_traced
         return max(wavefronts / self.cfg.sm.shared_memory.wavefronts_per_cycle,
                    lines / self.cfg.memory.l1.lines_per_cycle) / n_traced
 

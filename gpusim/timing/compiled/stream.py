@@ -351,10 +351,11 @@ class EmulatorStream:
     """The emulator's records for a detailed run, group by group of CTAs (launch order), a slice of
     `slice_steps` emulator steps at a time, or less where the emulator's log reaches `slice_bytes`
     (the addresses of memory-bound kernels: a slice's log, its trace and columns are what memory holds
-    beside the arena)."""
+    beside the arena); made in this process or, `processes` 2, in a second one (`producer.py`, whose
+    emulators write `memory`: it must be shared)."""
 
     def __init__(self, gpu, program, launch, params, memory, ctas: list[int], group: int, slice_steps: int,
-                 slice_bytes: int | None = None):
+                 slice_bytes: int | None = None, processes: int = 1):
         from gpusim.emu.emulator import Emulator
 
         self.gpu, self.program = gpu, program
@@ -368,8 +369,7 @@ class EmulatorStream:
         self._make = lambda cs: Emulator(program, launch, params, memory, ctas=cs)
         self.emus: dict[int, object] = {}
         self.finished: set[int] = set()
-        self.started_to = 0  # the CTAs (of `ctas`, from the first) of the groups started so far
-        self.slice_steps, self.slice_bytes = slice_steps, slice_bytes
+        self.slice_steps, self.slice_bytes, self.processes = slice_steps, slice_bytes, processes
         self.carry: dict[int, np.ndarray] = {}  # per group being emulated: its warps' reuse-cache state
         self.totals = new_totals(len(program))
         self.memory, self.launch = memory, launch
@@ -393,7 +393,6 @@ class EmulatorStream:
             # per warp: the reuse cache's slots, then the read-port debt (precompute.register_bank_conflicts)
             self.carry[g] = np.full(((hi - lo) * self.wpc, operand_table(self.program)[0].shape[1] + 1), -1,
                                     dtype=np.int32)
-            self.started_to = max(self.started_to, hi)
         if ctas is None:
             emu.frozen[:] = False
         else:
@@ -438,7 +437,12 @@ class EmulatorStream:
 
 def run_streamed(gpu, occ, ctas: list[int]):
     """Detailed mode on the compiled engine, the records streamed from `gpu.records_stream`: (SMs that ran,
-    memory counters, totals for `GPU._result`)."""
+    memory counters, totals for `GPU._result`). The slices are made here or in a second process
+    (`producer.py`); with one, each of the engine's stops also asks for the slices the next one will
+    likely need (those of groups with a running warp within a slice's worth of records of short),
+    taken, all of them, at that next stop."""
+    from gpusim.timing.compiled import producer
+
     stream = gpu.records_stream
     cfg = gpu.cfg
     wpc = gpu.warps_per_cta
@@ -448,84 +452,129 @@ def run_streamed(gpu, occ, ctas: list[int]):
     ahead = cfg.sm_count * occ.ctas_per_sm  # CTAs kept ready to launch: a full wave
     arena = Arena(gpu._grid_ctas() * wpc)
     warps = np.arange(wpc)
+    maker = producer.start(stream)
+    # the CTAs (of the queue, from the first) of the groups asked for so far; per group, the most
+    # records a warp got in its last slice; the slices asked ahead, not taken yet; arena updates
+    state = {"started": 0, "depth": np.zeros(stream.n_groups, dtype=np.int64), "asked": 0, "adds": 0}
 
-    adds = [0]
-
-    def ready(cta_index: int) -> bool:
+    def ready(cta_index: int, depth: int = 0) -> bool:
         gids = queue[cta_index] * wpc + warps
         n = arena.end[gids] - arena.begin[gids]
-        return bool(((n >= C.LOOKAHEAD) | ~arena.more[gids]).all())
+        return bool(((n >= C.LOOKAHEAD + depth) | ~arena.more[gids]).all())
+
+    def wanted(st, nxt: int, primed: int, margin: bool, window: int) -> dict[int, set]:
+        """Per group, the CTAs to emulate on: of the groups with a short warp (fewer than 2 x LOOKAHEAD
+        records left; `margin`: plus its group's last slice's depth), their running CTAs (but past
+        BACKLOG_RECORDS those holding plenty), and the next `window` CTAs to launch not ready (`margin`:
+        their warps short of LOOKAHEAD + the depth)."""
+        want: dict[int, set] = {}
+        if st is not None:
+            streaming = running(st) & st.w["more"]
+            left = arena.end[st.w["gid"]] - st.w["pos"]
+            need = 2 * C.LOOKAHEAD
+            if margin:
+                group = np.minimum((st.w["gid"] // wpc - int(stream.ctas[0])) // stream.group, stream.n_groups - 1)
+                need = need + state["depth"][group]
+            short = streaming & (left < need)
+            if short.any():
+                # the groups of the short warps go on, all their running CTAs together: the
+                # emulator's batches are warps at one PC, and its fast paths want contiguous warps;
+                # CTAs left out split them (refilling only the CTAs below a few slices' worth,
+                # sgemm_maxas_64 h100 2048 spent 94-170 s emulating, 13 s this way)
+                groups = {stream.group_of(int(c)) for c in np.unique(st.w["gid"][short] // wpc)}
+                cta = st.w["gid"][streaming] // wpc
+                left = left[streaming]
+                order = np.lexsort((left, cta))  # per CTA, its warp with the fewest records first
+                first = np.r_[True, cta[order][1:] != cta[order][:-1]] if len(order) else np.zeros(0, bool)
+                # past BACKLOG_RECORDS a group's CTAs that still hold plenty wait: under the measured
+                # LRR policy a group's CTAs run at more spread rates, and their backlog grew with
+                # each refill (sgemm_maxas_64 h100 2048: 23.8 M live records against 12.0 M under GTO)
+                backlog = arena.live >= BACKLOG_RECORDS
+                for c, fewest in zip(cta[order][first].tolist(), left[order][first].tolist()):
+                    g = stream.group_of(int(c))
+                    if g in groups and not (backlog and fewest > BACKLOG_KEEP):
+                        want.setdefault(g, set()).add(int(c))
+        for i in range(primed if not margin else nxt, min(len(queue), nxt + window)):
+            c = int(queue[i])
+            g = stream.group_of(c)
+            if not ready(i, int(state["depth"][g]) if margin else 0):
+                want.setdefault(g, set()).add(c)
+        return want
+
+    def ask(want: dict) -> int:
+        """Ask for a slice of each group of `want` (its CTAs; all of them while the arena is small:
+        FREE_RECORDS); how many."""
+        roomy = arena.live < FREE_RECORDS
+        plan = [(g, None if roomy else want[g]) for g in sorted(want)]
+        for g, _ in plan:
+            state["started"] = max(state["started"], stream.span(g)[1])
+        maker.ask(plan)
+        return len(plan)
+
+    def take(st, nxt: int) -> bool:
+        """The next slice asked for into the arena (one slice's records in memory at a time);
+        whether it had records."""
+        seg = maker.take()
+        if seg is None:
+            return False
+        t = time.perf_counter()
+        if len(seg.counts):
+            state["depth"][stream.group_of(int(seg.gids[0]) // wpc)] = int(seg.counts.max())
+        # (the CTAs not launched yet that may have records: those of the groups started)
+        arena.add([seg], st, (queue[nxt:max(nxt, state["started"]), None] * wpc + warps).ravel())
+        state["adds"] += 1
+        if state["adds"] % TRIM_EVERY == 0:
+            _trim_heap()
+        stream.seconds["arena"] += time.perf_counter() - t
+        return len(seg.counts) > 0
 
     def fill(st, primed: int) -> int:
-        """Slices until no running warp is short of records and a wave of CTAs is ready; how many
-        of the queue's CTAs are ready. A slice emulates, of a group with a short warp, its running
-        CTAs (all together), and the next CTAs to launch until they are ready; the group's other
-        CTAs wait (or go on too while the arena is small: FREE_RECORDS)."""
+        """The slices asked ahead, then slices until no running warp is short of records and a wave
+        of CTAs is ready; then (with a second process) ask ahead. How many of the queue's CTAs are
+        ready. A slice emulates, of a group with a short warp, its running CTAs (all together), and
+        the next CTAs to launch until they are ready; the group's other CTAs wait (or go on too
+        while the arena is small: FREE_RECORDS)."""
         nxt = 0 if st is None else int(st.glob[C.G_NEXT])
+        for _ in range(state["asked"]):
+            take(st, nxt)
+        state["asked"] = 0
         while True:
-            want: dict[int, set] = {}
-            if st is not None:
-                streaming = running(st) & st.w["more"]
-                short = streaming & (arena.end[st.w["gid"]] - st.w["pos"] < 2 * C.LOOKAHEAD)
-                if short.any():
-                    # the groups of the short warps go on, all their running CTAs together: the
-                    # emulator's batches are warps at one PC, and its fast paths want contiguous warps;
-                    # CTAs left out split them (refilling only the CTAs below a few slices' worth,
-                    # sgemm_maxas_64 h100 2048 spent 94-170 s emulating, 13 s this way)
-                    groups = {stream.group_of(int(c)) for c in np.unique(st.w["gid"][short] // wpc)}
-                    cta = st.w["gid"][streaming] // wpc
-                    left = (arena.end[st.w["gid"]] - st.w["pos"])[streaming]
-                    order = np.lexsort((left, cta))  # per CTA, its warp with the fewest records first
-                    first = np.r_[True, cta[order][1:] != cta[order][:-1]] if len(order) else np.zeros(0, bool)
-                    # past BACKLOG_RECORDS a group's CTAs that still hold plenty wait: under the measured
-                    # LRR policy a group's CTAs run at more spread rates, and their backlog grew with
-                    # each refill (sgemm_maxas_64 h100 2048: 23.8 M live records against 12.0 M under GTO)
-                    backlog = arena.live >= BACKLOG_RECORDS
-                    for c, fewest in zip(cta[order][first].tolist(), left[order][first].tolist()):
-                        g = stream.group_of(int(c))
-                        if g in groups and not (backlog and fewest > BACKLOG_KEEP):
-                            want.setdefault(g, set()).add(int(c))
             while primed < len(queue) and ready(primed):
                 primed += 1
-            for i in range(primed, min(len(queue), nxt + ahead)):
-                if not ready(i):
-                    c = int(queue[i])
-                    want.setdefault(stream.group_of(c), set()).add(c)
+            want = wanted(st, nxt, primed, False, ahead)
             if not want:
-                return primed
-            roomy = arena.live < FREE_RECORDS  # (then every CTA of a group goes on)
+                break
             waiting = int(np.count_nonzero(arena.more))
             made = False
-            for g in sorted(want):  # each slice goes to the arena as it is made (one slice's records in memory)
-                seg = stream.slice(g, None if roomy else want[g])
-                if seg is None:
-                    continue
-                made |= len(seg.counts) > 0
-                t = time.perf_counter()
-                # (the CTAs not launched yet that may have records: those of the groups started)
-                arena.add([seg], st, (queue[nxt:max(nxt, stream.started_to), None] * wpc + warps).ravel())
-                del seg
-                adds[0] += 1
-                if adds[0] % TRIM_EVERY == 0:
-                    _trim_heap()
-                stream.seconds["arena"] += time.perf_counter() - t
+            for _ in range(ask(want)):
+                made |= take(st, nxt)
             if not made and np.count_nonzero(arena.more) == waiting:
                 # (an emulator always moves on: its warps run, or exit, or it reports a deadlock)
                 raise RuntimeError(f"streamed trace: groups {sorted(want)} made no records and ended no warps")
+        if maker.ahead:
+            state["asked"] = ask(wanted(st, nxt, primed, True, ahead + stream.group))
+        return primed
 
-    primed = fill(None, 0)
-    st = E.build(gpu, occ, ctas, arena.arrays(), primed)
-    while True:
-        t = time.perf_counter()
-        status, m = E._simulate(st)
-        stream.seconds["engine"] += time.perf_counter() - t
-        if status != C.NEED_TRACE:
-            break
-        primed = fill(st, int(st.glob[C.G_PRIMED]))
-        st.glob[C.G_PRIMED] = primed
-        nxt, run = int(st.glob[C.G_NEXT]), st.w["gid"][running(st)]
-        arena.release(min(int(queue[nxt]) * wpc if nxt < len(queue) else len(arena.begin),
-                          int(run.min()) if len(run) else len(arena.begin)))
-        st = st._replace(**arena.arrays())
+    try:
+        primed = fill(None, 0)
+        st = E.build(gpu, occ, ctas, arena.arrays(), primed)
+        while True:
+            t = time.perf_counter()
+            status, m = E._simulate(st)
+            stream.seconds["engine"] += time.perf_counter() - t
+            if status != C.NEED_TRACE:
+                break
+            primed = fill(st, int(st.glob[C.G_PRIMED]))
+            st.glob[C.G_PRIMED] = primed
+            nxt, run = int(st.glob[C.G_NEXT]), st.w["gid"][running(st)]
+            arena.release(min(int(queue[nxt]) * wpc if nxt < len(queue) else len(arena.begin),
+                              int(run.min()) if len(run) else len(arena.begin)))
+            st = st._replace(**arena.arrays())
+    except BaseException:
+        maker.close(ok=False)
+        raise
+    for _ in range(state["asked"]):  # (asked ahead, not needed: the run ended)
+        maker.take()
+    maker.close()
     sms, memory = E.results(gpu, st, status, m)
     return sms, memory, stream.totals

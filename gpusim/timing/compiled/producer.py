@@ -23,6 +23,7 @@ import os
 import pickle
 import queue
 import signal
+import time
 from collections import deque
 
 from gpusim.errors import GpusimError
@@ -92,7 +93,9 @@ class Worker:
         self.requests.put(list(plan))
 
     def take(self):
+        t = time.perf_counter()
         msg = self._next()
+        self.stream.seconds["wait"] += time.perf_counter() - t
         if isinstance(msg, BaseException):
             self.close(ok=False)
             raise msg

@@ -15,6 +15,7 @@ engine goes on exactly where it stopped. The records of each warp are the same a
 from __future__ import annotations
 
 import time
+from collections import deque
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -32,6 +33,7 @@ FREE_RECORDS = 4 << 20
 BACKLOG_RECORDS = 8 << 20  # live records past which only CTAs below BACKLOG_KEEP records per warp are fed
 BACKLOG_KEEP = 4096
 TRIM_EVERY = 20  # arena updates between two `_trim_heap` calls
+AHEAD_BATCHES = 2  # with a second process: batches asked ahead that the engine runs with (`run_streamed`)
 RELEASE_WARPS = 1 << 20  # the arena's per-warp entries of finished CTAs go back to the system this many at a time
 RECORD_FIELDS = {"pcs": np.int32, "mem_rows": np.int32, "regc": np.int8, "wavef": np.int16, "glines": np.int8}
 
@@ -60,7 +62,7 @@ def segment_from_trace(gpu, trace, carry: np.ndarray, complete: np.ndarray, tota
 
     gids = np.asarray(trace.warp_ids, dtype=np.int64)
     piece = carry[gids - first_gid]
-    cols = precompute(gpu.program, trace, **gpu.precompute_rules, reuse_carry=piece)
+    cols = precompute(gpu.program, trace, **gpu.precompute_rules, reuse_carry=piece, no_reuse=False)
     carry[gids - first_gid] = piece
     rec = trace.records
     kinds = gpu.kind_of_pc[rec["pc_index"]]
@@ -375,8 +377,11 @@ class EmulatorStream:
         self.memory, self.launch = memory, launch
         self.warp_instructions = 0
         # wall seconds per stage (bench/speed.py prints them): emulation, trace building, columns
-        # (precompute, sectors), the arena, the engine
+        # (precompute, sectors), the arena, the engine; with a second process, the first three are
+        # its own, and `wait` is the engine's process waiting for its slices
         self.seconds = {"emulate": 0.0, "trace": 0.0, "columns": 0.0, "arena": 0.0, "engine": 0.0}
+        if processes == 2:
+            self.seconds["wait"] = 0.0
 
     def slice(self, g: int, ctas=None) -> Segment | None:
         """The next slice of group `g`'s CTAs `ctas` (the group's others wait; None: all of them);
@@ -438,9 +443,9 @@ class EmulatorStream:
 def run_streamed(gpu, occ, ctas: list[int]):
     """Detailed mode on the compiled engine, the records streamed from `gpu.records_stream`: (SMs that ran,
     memory counters, totals for `GPU._result`). The slices are made here or in a second process
-    (`producer.py`); with one, each of the engine's stops also asks for the slices the next one will
-    likely need (those of groups with a running warp within a slice's worth of records of short),
-    taken, all of them, at that next stop."""
+    (`producer.py`); with one, each of the engine's stops also asks for a slice the next one will
+    likely need (`wanted_next`), made while the engine runs and taken, whether needed or not, at that
+    next stop: what the engine sees at each stop does not depend on the two processes' speeds."""
     from gpusim.timing.compiled import producer
 
     stream = gpu.records_stream
@@ -453,29 +458,31 @@ def run_streamed(gpu, occ, ctas: list[int]):
     arena = Arena(gpu._grid_ctas() * wpc)
     warps = np.arange(wpc)
     maker = producer.start(stream)
-    # the CTAs (of the queue, from the first) of the groups asked for so far; per group, the most
-    # records a warp got in its last slice; the slices asked ahead, not taken yet; arena updates
-    state = {"started": 0, "depth": np.zeros(stream.n_groups, dtype=np.int64), "asked": 0, "adds": 0}
+    # the CTAs (of the queue, from the first) of the groups asked for so far; the batches asked
+    # ahead, not taken yet (their slice counts); arena updates
+    state = {"started": 0, "asked": deque(), "adds": 0}
 
-    def ready(cta_index: int, depth: int = 0) -> bool:
+    def ready(cta_index: int) -> bool:
         gids = queue[cta_index] * wpc + warps
         n = arena.end[gids] - arena.begin[gids]
-        return bool(((n >= C.LOOKAHEAD + depth) | ~arena.more[gids]).all())
+        return bool(((n >= C.LOOKAHEAD) | ~arena.more[gids]).all())
 
-    def wanted(st, nxt: int, primed: int, margin: bool, window: int) -> dict[int, set]:
-        """Per group, the CTAs to emulate on: of the groups with a short warp (fewer than 2 x LOOKAHEAD
-        records left; `margin`: plus its group's last slice's depth), their running CTAs (but past
-        BACKLOG_RECORDS those holding plenty), and the next `window` CTAs to launch not ready (`margin`:
-        their warps short of LOOKAHEAD + the depth)."""
+    def launching(primed: int, end: int, want: dict) -> dict:
+        """`want` with the queue's CTAs from `primed` to `end` that are not ready."""
+        for i in range(primed, min(len(queue), end)):
+            if not ready(i):
+                c = int(queue[i])
+                want.setdefault(stream.group_of(c), set()).add(c)
+        return want
+
+    def wanted(st, nxt: int, primed: int) -> dict[int, set]:
+        """Per group, the CTAs to emulate on now: of the groups with a short warp (fewer than 2 x
+        LOOKAHEAD records left), their running CTAs (but past BACKLOG_RECORDS those holding plenty),
+        and the next wave of CTAs to launch not ready."""
         want: dict[int, set] = {}
         if st is not None:
             streaming = running(st) & st.w["more"]
-            left = arena.end[st.w["gid"]] - st.w["pos"]
-            need = 2 * C.LOOKAHEAD
-            if margin:
-                group = np.minimum((st.w["gid"] // wpc - int(stream.ctas[0])) // stream.group, stream.n_groups - 1)
-                need = need + state["depth"][group]
-            short = streaming & (left < need)
+            short = streaming & (arena.end[st.w["gid"]] - st.w["pos"] < 2 * C.LOOKAHEAD)
             if short.any():
                 # the groups of the short warps go on, all their running CTAs together: the
                 # emulator's batches are warps at one PC, and its fast paths want contiguous warps;
@@ -483,7 +490,7 @@ def run_streamed(gpu, occ, ctas: list[int]):
                 # sgemm_maxas_64 h100 2048 spent 94-170 s emulating, 13 s this way)
                 groups = {stream.group_of(int(c)) for c in np.unique(st.w["gid"][short] // wpc)}
                 cta = st.w["gid"][streaming] // wpc
-                left = left[streaming]
+                left = (arena.end[st.w["gid"]] - st.w["pos"])[streaming]
                 order = np.lexsort((left, cta))  # per CTA, its warp with the fewest records first
                 first = np.r_[True, cta[order][1:] != cta[order][:-1]] if len(order) else np.zeros(0, bool)
                 # past BACKLOG_RECORDS a group's CTAs that still hold plenty wait: under the measured
@@ -494,12 +501,33 @@ def run_streamed(gpu, occ, ctas: list[int]):
                     g = stream.group_of(int(c))
                     if g in groups and not (backlog and fewest > BACKLOG_KEEP):
                         want.setdefault(g, set()).add(int(c))
-        for i in range(primed if not margin else nxt, min(len(queue), nxt + window)):
-            c = int(queue[i])
-            g = stream.group_of(c)
-            if not ready(i, int(state["depth"][g]) if margin else 0):
-                want.setdefault(g, set()).add(c)
+        return launching(primed, nxt + ahead, want)
+
+    def wanted_next(st, nxt: int, primed: int) -> dict[int, set]:
+        """What to ask ahead at a stop (with a second process), for the next: the next wave and group
+        of CTAs to launch not ready, and, while the arena holds fewer than BACKLOG_RECORDS, a slice
+        of the group of the running warp with the fewest records left (its running CTAs)."""
+        want = launching(primed, nxt + ahead + stream.group, {})
+        if arena.live >= BACKLOG_RECORDS:
+            return want
+        if st is None:  # (the first wave's groups)
+            for c in queue[nxt:nxt + ahead].tolist():
+                want.setdefault(stream.group_of(c), set()).add(c)
+        else:
+            streaming = np.flatnonzero(running(st) & st.w["more"])
+            if len(streaming):
+                gid = st.w["gid"][streaming]
+                g = stream.group_of(int(gid[np.argmin(arena.end[gid] - st.w["pos"][streaming])]) // wpc)
+                cta = np.unique(gid // wpc)
+                want.setdefault(g, set()).update(int(c) for c in cta if stream.group_of(int(c)) == g)
         return want
+
+    def ask_next(st, nxt: int, primed: int) -> bool:
+        """Ask ahead (`wanted_next`) as if the batches asked ahead were there; whether anything was."""
+        want = wanted_next(st, nxt, primed)
+        if want:
+            state["asked"].append(ask(want))
+        return bool(want)
 
     def ask(want: dict) -> int:
         """Ask for a slice of each group of `want` (its CTAs; all of them while the arena is small:
@@ -518,8 +546,6 @@ def run_streamed(gpu, occ, ctas: list[int]):
         if seg is None:
             return False
         t = time.perf_counter()
-        if len(seg.counts):
-            state["depth"][stream.group_of(int(seg.gids[0]) // wpc)] = int(seg.counts.max())
         # (the CTAs not launched yet that may have records: those of the groups started)
         arena.add([seg], st, (queue[nxt:max(nxt, state["started"]), None] * wpc + warps).ravel())
         state["adds"] += 1
@@ -529,21 +555,31 @@ def run_streamed(gpu, occ, ctas: list[int]):
         return len(seg.counts) > 0
 
     def fill(st, primed: int) -> int:
-        """The slices asked ahead, then slices until no running warp is short of records and a wave
-        of CTAs is ready; then (with a second process) ask ahead. How many of the queue's CTAs are
-        ready. A slice emulates, of a group with a short warp, its running CTAs (all together), and
-        the next CTAs to launch until they are ready; the group's other CTAs wait (or go on too
-        while the arena is small: FREE_RECORDS)."""
+        """Slices until no running warp is short of records and a wave of CTAs is ready; how many of
+        the queue's CTAs are ready. A slice emulates, of a group with a short warp, its running CTAs
+        (all together), and the next CTAs to launch until they are ready; the group's other CTAs
+        wait (or go on too while the arena is small: FREE_RECORDS). With a second process, batches
+        are asked ahead (`wanted_next`): at the start up to AHEAD_BATCHES + 1 in flight, before the
+        oldest are taken down to AHEAD_BATCHES (so that the child always has one to make), and at the
+        end up to AHEAD_BATCHES again; such a batch is taken whole, in the order asked, at a later
+        stop or first thing when records are short."""
         nxt = 0 if st is None else int(st.glob[C.G_NEXT])
-        for _ in range(state["asked"]):
-            take(st, nxt)
-        state["asked"] = 0
+        asked = state["asked"]
+        while maker.ahead and len(asked) <= AHEAD_BATCHES and ask_next(st, nxt, primed):
+            pass
+        while len(asked) > AHEAD_BATCHES:
+            for _ in range(asked.popleft()):
+                take(st, nxt)
         while True:
             while primed < len(queue) and ready(primed):
                 primed += 1
-            want = wanted(st, nxt, primed, False, ahead)
+            want = wanted(st, nxt, primed)
             if not want:
                 break
+            if asked:
+                for _ in range(asked.popleft()):
+                    take(st, nxt)
+                continue
             waiting = int(np.count_nonzero(arena.more))
             made = False
             for _ in range(ask(want)):
@@ -551,8 +587,8 @@ def run_streamed(gpu, occ, ctas: list[int]):
             if not made and np.count_nonzero(arena.more) == waiting:
                 # (an emulator always moves on: its warps run, or exit, or it reports a deadlock)
                 raise RuntimeError(f"streamed trace: groups {sorted(want)} made no records and ended no warps")
-        if maker.ahead:
-            state["asked"] = ask(wanted(st, nxt, primed, True, ahead + stream.group))
+        while maker.ahead and len(asked) < AHEAD_BATCHES and ask_next(st, nxt, primed):
+            pass
         return primed
 
     try:
@@ -573,7 +609,7 @@ def run_streamed(gpu, occ, ctas: list[int]):
     except BaseException:
         maker.close(ok=False)
         raise
-    for _ in range(state["asked"]):  # (asked ahead, not needed: the run ended)
+    for _ in range(sum(state["asked"])):  # (asked ahead, not needed: the run ended)
         maker.take()
     maker.close()
     sms, memory = E.results(gpu, st, status, m)

@@ -107,13 +107,14 @@ def table(results: dict, sizes: list[int], cases) -> None:
     for n in sizes:
         for name, card in cases:
             d = results.get(f"{name}:{card}:{n}:detailed")
-            for mode in ("detailed", "sampled"):
+            for mode in ("detailed", "detailed:1", "sampled"):  # (detailed:1: GPUSIM_WORKERS=1 beside the default)
                 r = results.get(f"{name}:{card}:{n}:{mode}")
                 if not r:
                     continue
                 diff = f"{(r['cycles'] - d['cycles']) / d['cycles']:+.2%}" if mode == "sampled" and d else "-"
                 st = " ".join(f"{k} {v:g}" for k, v in r["stages_s"].items())
-                how = f"{mode}, 2 processes" if r.get("processes") == 2 else mode
+                processes = r.get("processes")
+                how = f"detailed, {processes} process{'es' if processes == 2 else ''}" if processes else mode
                 t.add_row(name, card, str(n), how, f"{r['warp_instructions']:,}", f"{r['wall_s']:.1f}",
                           f"{r['rate'] / 1e6:.2f}", f"{r['peak_mb']:,}", st, diff)
     Console(width=200).print(t)

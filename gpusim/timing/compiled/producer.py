@@ -13,7 +13,9 @@ write it, the parent's output check reads it once the child has finished. The ch
 spawned): it starts in milliseconds with the parent's program, launch and per-instruction facts; the
 parent runs no threads then (gpusim asks OpenBLAS for one; numba's code here is not parallel).
 Segments travel pickled through a queue, whose feeder thread sends them while the child goes on
-emulating. An error in the child comes back and is raised again in the parent (the same exception:
+emulating (sgemm_maxas_64 h100 1024: 60 segments, 516 MB pickled; dumps 0.21 s, loads 0.60 s, most
+of it the parent's, which waits for the child anyway: shared memory would save the child about
+0.2 s of its 5.5). An error in the child comes back and is raised again in the parent (the same exception:
 the same one line); a child that dies is noticed within a second (`POLL_S`), never waited for.
 """
 

@@ -9,7 +9,7 @@ warp it runs has fewer than `sm.LOOKAHEAD` records left, or when the CTAs it may
 none; the `Arena` then drops what the warps have run, appends the new slices' records, and the
 engine goes on exactly where it stopped. The records of each warp are the same as a whole trace's
 (a warp's stream depends on its own execution only), and so are the results, to the last bit
-(tests/test_stream.py).
+(tests/test_stream.py). The slices may be made in a second process, on another core (`producer.py`).
 """
 
 from __future__ import annotations
@@ -443,9 +443,10 @@ class EmulatorStream:
 def run_streamed(gpu, occ, ctas: list[int]):
     """Detailed mode on the compiled engine, the records streamed from `gpu.records_stream`: (SMs that ran,
     memory counters, totals for `GPU._result`). The slices are made here or in a second process
-    (`producer.py`); with one, each of the engine's stops also asks for a slice the next one will
-    likely need (`wanted_next`), made while the engine runs and taken, whether needed or not, at that
-    next stop: what the engine sees at each stop does not depend on the two processes' speeds."""
+    (`producer.py`); with one, the engine's stops also ask ahead for slices later ones will likely
+    need (`wanted_next`, see `fill`), made while the engine runs and taken, whether needed or not, at
+    a stop this process chooses: what the engine sees at each stop does not depend on the two
+    processes' speeds."""
     from gpusim.timing.compiled import producer
 
     stream = gpu.records_stream

@@ -92,3 +92,46 @@ def test_a_bad_processes_setting_is_one_line(monkeypatch):
     monkeypatch.setenv("GPUSIM_WORKERS", "3")
     with pytest.raises(GpusimError, match="GPUSIM_WORKERS must be 1 or 2, not '3'"):
         P.processes()
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            kids += [int(c) for c in f.read().split()]
+    return kids
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="Linux /proc")
+def test_the_child_ends_when_the_parent_is_killed():
+    """A parent killed outright (SIGKILL: no cleanup runs) takes its emulating child with it."""
+    import signal
+    import subprocess
+    import sys
+
+    code = ("import os; os.environ['GPUSIM_WORKERS'] = '2'\n"
+            "from gpusim.config import load_gpu\nfrom gpusim.timing import driver as D\n"
+            "from gpusim.workloads import find_workload\n"
+            "D.time_streamed(find_workload('sgemm_maxas_64'), load_gpu('h100'), 1024)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        t0, kids = time.perf_counter(), []
+        while not kids and time.perf_counter() - t0 < 60 and proc.poll() is None:
+            time.sleep(0.05)
+            kids = _children(proc.pid)
+        assert kids, "no emulating child appeared"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < 10 and any(map(_running, kids)):
+        time.sleep(0.05)
+    assert not any(map(_running, kids))
+
+
+def _running(pid: int) -> bool:
+    """Whether process `pid` exists and is not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -35,7 +35,8 @@ POLL_S = 1.0  # how often a parent waiting for a segment looks whether the child
 
 def processes() -> int:
     """How many processes a streamed run uses: $GPUSIM_WORKERS (1 or 2); by default 2 where the
-    machine has two cores or more and the 'fork' start method (Linux, macOS), else 1."""
+    machine has two cores or more and the 'fork' start method (Linux, macOS), else 1. (Worker pools,
+    `gpusim validate` and `gpusim study`, set 1 in their workers unless the user chose.)"""
     import multiprocessing as mp
 
     setting = os.environ.get("GPUSIM_WORKERS", "").strip()
@@ -87,7 +88,7 @@ class Worker:
         ctx = mp.get_context("fork")
         self.stream = stream
         self.requests, self.results = ctx.SimpleQueue(), ctx.Queue()
-        self.proc = ctx.Process(target=_serve, args=(stream, self.requests, self.results), daemon=True,
+        self.proc = ctx.Process(target=_serve, args=(stream, self.requests, self.results, os.getpid()), daemon=True,
                                 name="gpusim-emulation")
         self.proc.start()
 
@@ -135,11 +136,25 @@ class Worker:
         self.results.close()
 
 
-def _serve(stream, requests, results) -> None:
+def _die_with(parent: int) -> None:
+    """End this process when `parent` ends, however it ends (Linux's PR_SET_PDEATHSIG; elsewhere a
+    parent killed outright leaves the child waiting for requests)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # (it ended before that took effect)
+        os._exit(1)
+
+
+def _serve(stream, requests, results, parent: int) -> None:
     """The child: slices as asked, until None; then what the parent's stream lacks. An exception goes
     back in their place (as it is where it pickles, else as a RuntimeError with its traceback)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # (Ctrl-C reaches the process group: the parent acts)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _die_with(parent)
     try:
         while (plan := requests.get()) is not None:
             for g, ctas in plan:

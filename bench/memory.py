@@ -20,7 +20,11 @@ here (it fails): what is measured is its memory, which does not depend on the va
 of the reference is computed and compared; a failed check also makes again its first wrong block).
 Three figures: the peak of the run (inputs, emulation, timing), the peak while checking (RSS
 sampled every 5 ms during the check: what the run left in memory plus the check's own), and the
-process's peak over both. A run that finishes within the time is a whole run, checked as usual
+process's peak over both. Where detailed mode runs in two processes (`compiled/producer.py`; a
+column says how many), the run's and overall peaks add the emulating child's peak resident set (an
+upper bound: the pages the two share, device memory and what the child inherited at the fork, are
+counted twice), and a fourth figure, the peak proportional set size of the two together (shared
+pages once), is sampled every 20 ms from the launching process. A run that finishes within the time is a whole run, checked as usual
 (its figures say so). Results go to bench/results/memory.json (a rerun skips the cases there) and
 are printed as a table.
 
@@ -33,6 +37,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -56,30 +61,36 @@ def one(name: str, card: str, n: int, seconds: float) -> dict:
     from gpusim.config import load_gpu
     from gpusim.emu import run as R
     from gpusim.timing import driver as D
+    from gpusim.timing.compiled import producer as P
     from gpusim.timing.compiled import stream as S
     from gpusim.workloads import find_workload
 
     cfg, wl = load_gpu(card), find_workload(name)
     t0 = time.perf_counter()
-    real, real_build = S.EmulatorStream.slice, R.build_launch
+    real_init, real_add, real_build = S.EmulatorStream.__init__, S.Arena.add, R.build_launch
     seen = {"records": 0}
 
-    def slice_(self, g, ctas=None):
+    def init(self, *args, **kwargs):
         seen["stream"] = self
+        real_init(self, *args, **kwargs)
+
+    def add(self, segments, st=None, queue_from=None):  # (in this process, whichever makes the slices)
         if time.perf_counter() - t0 > seconds:
             raise _Enough
-        seg = real(self, g, ctas)
-        if seg is not None:
-            seen["records"] += int(seg.counts.sum())
-        return seg
+        seen["records"] += sum(int(seg.counts.sum()) for seg in segments)
+        return real_add(self, segments, st, queue_from)
 
     def build_launch(*args, **kwargs):
         seen["launch"] = out = real_build(*args, **kwargs)
         return out
 
-    S.EmulatorStream.slice = slice_
+    S.EmulatorStream.__init__, S.Arena.add = init, add
     R.build_launch = build_launch
-    peak = lambda: round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)  # noqa: E731
+
+    def peak():  # (with two processes, the emulating child's too, once ended: an upper bound, see bench/speed.py)
+        return round(sum(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+                     / 1024)
+
     finished = True
     try:
         emu, inputs, r = D.time_streamed(wl, cfg, n)
@@ -108,10 +119,41 @@ def one(name: str, card: str, n: int, seconds: float) -> dict:
     report = R.check(wl, emu, inputs, n)
     sampled["stop"] = True
     watcher.join()
-    return {"workload": name, "card": card, "n": n, "finished": finished, "run_s": round(run_s, 1),
+    return {"workload": name, "card": card, "n": n, "processes": P.processes(), "finished": finished,
+            "run_s": round(run_s, 1),
             "check_s": round(time.perf_counter() - t1, 1), "records": records, "run_peak_mb": run_peak,
             "check_peak_mb": max(sampled["peak"], _rss_mb()), "peak_mb": peak(),
             "check_passed": all(c["passed"] for c in report.values())}
+
+
+def _pss_mb(pid: int) -> float:
+    """Proportional set size of a process and its descendants (pages shared between them counted
+    once in all), MB; 0 for those gone."""
+    total = 0.0
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            total += next(int(line.split()[1]) for line in f if line.startswith("Pss:")) / 1024
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                total += sum(_pss_mb(int(c)) for c in f.read().split())
+    except (OSError, StopIteration, ValueError):
+        pass
+    return total
+
+
+def _run_sampled(cmd: list[str]) -> tuple[int, str, str, int]:
+    """Run `cmd`; (exit code, stdout, stderr, peak PSS of it and its children in MB, sampled every
+    20 ms from here: the two processes of a detailed run together, their shared pages once)."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        out: dict = {}
+        reader = threading.Thread(target=lambda: out.update(zip(("stdout", "stderr"), proc.communicate())))
+        reader.start()
+        peak = 0.0
+        while reader.is_alive():
+            peak = max(peak, _pss_mb(proc.pid))
+            time.sleep(0.02)
+        reader.join()
+    return proc.returncode, out["stdout"], out["stderr"], round(peak)
 
 
 def main() -> None:
@@ -130,6 +172,9 @@ def main() -> None:
 
     from gpusim.workloads import list_workloads
 
+    from gpusim.timing.compiled.producer import processes as processes_of
+
+    processes = processes_of()
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     only = set(args.only.split(",")) if args.only else None
     for wl in list_workloads():
@@ -137,25 +182,26 @@ def main() -> None:
             continue
         card = "h100" if "sm_90" in wl.archs else ("gtx970" if "sm_52" in wl.archs else "k40")
         n = args.size or max(wl.sizes)
-        key = f"{wl.name}:{card}:{n}"
+        key = f"{wl.name}:{card}:{n}" + (":2" if processes == 2 else "")  # (two processes: a case of its own)
         if key in results:
             continue
-        out = subprocess.run([sys.executable, __file__, "--one", wl.name, card, str(n), str(args.seconds)],
-                             capture_output=True, text=True)
-        if out.returncode:
-            raise SystemExit(f"{key} failed:\n{out.stderr[-2000:]}")
-        results[key] = json.loads(out.stdout.strip().splitlines()[-1])
+        code, stdout, stderr, pss = _run_sampled([sys.executable, __file__, "--one", wl.name, card, str(n),
+                                                  str(args.seconds)])
+        if code:
+            raise SystemExit(f"{key} failed:\n{stderr[-2000:]}")
+        results[key] = {**json.loads(stdout.strip().splitlines()[-1]), "pss_peak_mb": pss}
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(json.dumps(results, indent=1))
         print(f"{key}: {results[key]['peak_mb']} MB", flush=True)
     t = Table(title="detailed mode (streamed): peak memory per suite kernel at its largest size, with the output check")
-    for col in ("workload", "card", "n", "whole run", "run s", "records made", "peak MB: run", "while checking",
-                "check s", "overall"):
+    for col in ("workload", "card", "n", "processes", "whole run", "run s", "records made", "peak MB: run",
+                "while checking", "check s", "overall", "PSS peak MB"):
         t.add_column(col, justify="right")
     for r in results.values():
-        t.add_row(r["workload"], r["card"], str(r["n"]), "yes" if r["finished"] else "no (probe)", f"{r['run_s']:g}",
+        t.add_row(r["workload"], r["card"], str(r["n"]), str(r.get("processes", 1)),
+                  "yes" if r["finished"] else "no (probe)", f"{r['run_s']:g}",
                   f"{r['records']:,}", f"{r['run_peak_mb']:,}", f"{r['check_peak_mb']:,}", f"{r['check_s']:g}",
-                  f"{r['peak_mb']:,}")
+                  f"{r['peak_mb']:,}", f"{r['pss_peak_mb']:,}" if "pss_peak_mb" in r else "-")
     console = Console(width=170, record=True)
     console.print(t)
     (RESULTS.parent / "memory_table.txt").write_text(console.export_text())

@@ -2,11 +2,16 @@
 
 For the DGEMM family on the GTX 970 and the H100 and the two SGEMMs on the H100: warp-instructions, wall time
 end to end (emulation and the output check included: what a user waits for), the rate, peak
-memory (the process's maximum resident set), and the wall seconds of each stage:
+memory (the maximum resident set of the process, plus that of the emulating process where detailed
+mode uses two: an upper bound, the pages they share, device memory and what the child inherited at
+the fork, counted twice), and the wall seconds of each stage:
 - detailed mode (streamed, `gpusim/timing/compiled/stream.py`): emulate, trace (building records from
   the emulator's log), columns (precompute and global sectors), arena (keeping and appending records),
   engine (the compiled timing loop), check (outputs against numpy); the stages interleave, slice by
-  slice, and the rest of the wall time is set-up (inputs, the GPU's per-instruction facts);
+  slice, and the rest of the wall time is set-up (inputs, the GPU's per-instruction facts). With two
+  processes (`compiled/producer.py`; GPUSIM_WORKERS=1 forces one, `processes` says which ran) the first
+  three are the child's and run beside the engine: they add up to more than the wall time, and `wait`
+  is the engine's process waiting for slices;
 - sampled mode: inputs, emulate (the sampled CTAs), check, time (trace and the sampled run).
 Each case runs in a fresh process (its own peak memory, no warm caches but numba's). Results are
 appended to bench/results/speed.json as they come (a rerun skips the cases already there), then
@@ -34,8 +39,9 @@ CASES = [(w, "gtx970") for w in DGEMMS] + [("sgemm_maxas_64", "h100"), ("sgemm_m
     [(w, "h100") for w in DGEMMS]
 
 
-def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def _peak_mb() -> tuple[float, float]:
+    """(this process's peak resident set, its finished children's largest) in MB."""
+    return tuple(resource.getrusage(who).ru_maxrss / 1024 for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
 
 
 def one(name: str, card: str, n: int, mode: str) -> dict:
@@ -69,9 +75,13 @@ def one(name: str, card: str, n: int, mode: str) -> dict:
         r = D.time_emulated(emu, wl, cfg, n, mode)
         stages["time"] = time.perf_counter() - t
     wall = time.perf_counter() - t0
-    return {"cycles": r.cycles, "wall_s": round(wall, 2), "warp_instructions": r.warp_instructions,
-            "rate": round(r.warp_instructions / wall), "peak_mb": round(_peak_mb()),
-            "stages_s": {k: round(v, 2) for k, v in stages.items()}}
+    main, child = _peak_mb()
+    out = {"cycles": r.cycles, "wall_s": round(wall, 2), "warp_instructions": r.warp_instructions,
+           "rate": round(r.warp_instructions / wall), "peak_mb": round(main + child),
+           "stages_s": {k: round(v, 2) for k, v in stages.items()}}
+    if mode == "detailed":
+        out.update(processes=2 if "wait" in stages else 1, peak_mb_main=round(main), peak_mb_child=round(child))
+    return out
 
 
 def measure(name: str, card: str, n: int, mode: str) -> dict:
@@ -97,13 +107,15 @@ def table(results: dict, sizes: list[int], cases) -> None:
     for n in sizes:
         for name, card in cases:
             d = results.get(f"{name}:{card}:{n}:detailed")
-            for mode in ("detailed", "sampled"):
+            for mode in ("detailed", "detailed:1", "sampled"):  # (detailed:1: GPUSIM_WORKERS=1 beside the default)
                 r = results.get(f"{name}:{card}:{n}:{mode}")
                 if not r:
                     continue
                 diff = f"{(r['cycles'] - d['cycles']) / d['cycles']:+.2%}" if mode == "sampled" and d else "-"
                 st = " ".join(f"{k} {v:g}" for k, v in r["stages_s"].items())
-                t.add_row(name, card, str(n), mode, f"{r['warp_instructions']:,}", f"{r['wall_s']:.1f}",
+                processes = r.get("processes")
+                how = f"detailed, {processes} process{'es' if processes == 2 else ''}" if processes else mode
+                t.add_row(name, card, str(n), how, f"{r['warp_instructions']:,}", f"{r['wall_s']:.1f}",
                           f"{r['rate'] / 1e6:.2f}", f"{r['peak_mb']:,}", st, diff)
     Console(width=200).print(t)
 

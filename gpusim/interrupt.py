@@ -61,9 +61,13 @@ def handle_signals() -> None:
 
 def worker_init() -> None:
     """Initializer of worker processes: ignore Ctrl-C, die on SIGTERM (a forked worker inherits the
-    parent's handlers otherwise)."""
+    parent's handlers otherwise), run detailed mode in one process (the pool already uses the cores)
+    unless GPUSIM_WORKERS says otherwise."""
+    import os
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.environ.setdefault("GPUSIM_WORKERS", "1")
 
 
 def end_workers(pool: cf.ProcessPoolExecutor) -> None:

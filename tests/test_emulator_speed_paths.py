@@ -25,7 +25,8 @@ from gpusim.workloads import find_workload, load_workload
 DATA = Path(__file__).parent / "data"
 CASES = [("sgemm_maxas_64", "sm_90", 128), ("sgemm_maxas_64", "sm_52", 64), ("sgemm_maxas_128", "sm_90", 128),
          ("sgemm_maxas_128", "sm_35", 128), ("dgemm_unroll_db_128b", "sm_52", 128),
-         ("coalescedMultiply", "sm_90", 64), ("naiveMatMatMul", "sm_35", 64)]
+         ("coalescedMultiply", "sm_90", 64), ("naiveMatMatMul", "sm_35", 64),
+         ("dgemm_unroll_db_128b_prefsmem", "sm_90", 128)]  # (its LDS.128 [Rx+UR4+imm] in compiled blocks)
 
 
 def _generic_only(monkeypatch):
@@ -194,12 +195,13 @@ def _fault(emu_factory, monkeypatch, generic: bool) -> str:
     return str(err.value)
 
 
-def test_shared_fault_is_the_generic_fault(monkeypatch):
+@pytest.mark.parametrize("name, n", [("sgemm_maxas_64", 64), ("dgemm_unroll_db_128b_prefsmem", 128)])  # [Rx + imm], [Rx + URy + imm]
+def test_shared_fault_is_the_generic_fault(name, n, monkeypatch):
     """Shared memory made too small: the fast path declines and the same fault is reported."""
-    wl = find_workload("sgemm_maxas_64")
+    wl = find_workload(name)
     program = load_program(wl, "sm_90")
     small = replace(program, shared_bytes=program.shared_bytes // 2)
-    launch, params, memory, _ = build_launch(wl, program, 64)
+    launch, params, memory, _ = build_launch(wl, program, n)
 
     def factory():
         return Emulator(small, launch, params, copy.deepcopy(memory), record=True)

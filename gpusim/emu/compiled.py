@@ -158,17 +158,19 @@ _ffma, _dfma = ffma, dfma  # (what `block` calls, whatever a test puts in place 
 
 
 @njit(cache=True, nogil=True)
-def block(R, F, kinds, args, pc, k, t, out, smem, lane_row, smem_size, addr, record):
+def block(R, F, kinds, args, pc, k, t, out, smem, lane_row, smem_size, addr, record, UR):
     """Instructions pc .. pc + k - 1 for every lane of every warp, one after the other, each as its
-    fast path does it: FFMA as `ffma`, DFMA as `dfma`, and a shared load [Rx + imm] of 4, 8 or 16
-    bytes as fastmem's (bounds and alignment from the lowest, highest and OR of Rx over all lanes
-    and the immediate; one unit per lane gathered from `smem`, the CTA slots' shared memory as flat
-    words, lane i's slot beginning at word lane_row[i]). How many ran: the first that its fast path
-    would not take (an FFMA that may round twice, a DFMA out of range, a load out of bounds or
-    misaligned) is not run, nothing of it written, and the caller runs it the ordinary way. With
-    `record`, the j-th load's addresses (Rx + imm per lane, modulo 2^32) go to addr[j].
+    fast path does it: FFMA as `ffma`, DFMA as `dfma`, and a shared load [Rx + imm] or [Rx + URy +
+    imm] of 4, 8 or 16 bytes as fastmem's (bounds and alignment from the lowest, highest and OR of
+    Rx (+ URy of the lane's warp, lane i in warp i // 32) over all lanes and the immediate; one unit
+    per lane gathered from `smem`, the CTA slots' shared memory as flat words, lane i's slot
+    beginning at word lane_row[i]). How many ran: the first that its fast path would not take (an
+    FFMA that may round twice, a DFMA out of range, a load out of bounds or misaligned) is not run,
+    nothing of it written, and the caller runs it the ordinary way. With `record`, the j-th load's
+    addresses (per lane, inside shared memory: checked) go to addr[j].
 
-    args per instruction: FFMA/DFMA (ra, rb, rc, rd); a load (bytes, first row, last row, Rx's row, imm)."""
+    args per instruction: FFMA/DFMA (ra, rb, rc, rd); a load (bytes, first row, last row, Rx's row,
+    imm, URy's row or -1)."""
     lanes = R.shape[1]
     loads = 0
     for j in range(k):
@@ -181,13 +183,13 @@ def block(R, F, kinds, args, pc, k, t, out, smem, lane_row, smem_size, addr, rec
             if not _dfma(R, args[p, 0], args[p, 1], args[p, 2], args[p, 3], 0, lanes, out):
                 return j
         else:
-            nbytes, first, last, base, imm = args[p, 0], args[p, 1], args[p, 2], args[p, 3], args[p, 4]
+            nbytes, first, last, base, imm, ur = args[p, 0], args[p, 1], args[p, 2], args[p, 3], args[p, 4], args[p, 5]
             regs = R[base]
-            lo = np.int64(regs[0])
-            hi = lo
+            lo = np.int64(1) << 62
+            hi = -lo
             bits = np.int64(0)
             for i in range(lanes):
-                v = np.int64(regs[i])
+                v = np.int64(regs[i]) + (np.int64(UR[ur, i // 32]) if ur >= 0 else 0)
                 lo = min(lo, v)
                 hi = max(hi, v)
                 bits |= v
@@ -197,16 +199,18 @@ def block(R, F, kinds, args, pc, k, t, out, smem, lane_row, smem_size, addr, rec
             units = len(smem) // words
             offset = imm // nbytes  # (imm >> log2(bytes))
             for i in range(lanes):
-                u = lane_row[i] // words + (np.int64(regs[i]) // nbytes) + offset
+                v = np.int64(regs[i]) + (np.int64(UR[ur, i // 32]) if ur >= 0 else 0)
+                u = lane_row[i] // words + v // nbytes + offset
                 if u < 0 or u >= units:
                     return j
             if record:
-                m = np.uint32(imm & 0xFFFFFFFF)
                 for i in range(lanes):
-                    addr[loads, i] = regs[i] + m
+                    v = np.int64(regs[i]) + (np.int64(UR[ur, i // 32]) if ur >= 0 else 0)
+                    addr[loads, i] = np.uint32(v + imm)
             loads += 1
             for i in range(lanes):
-                at = (lane_row[i] // words + (np.int64(regs[i]) // nbytes) + offset) * words
+                v = np.int64(regs[i]) + (np.int64(UR[ur, i // 32]) if ur >= 0 else 0)
+                at = (lane_row[i] // words + v // nbytes + offset) * words
                 for w in range(last + 1 - first):
                     R[first + w, i] = smem[at + w]
     return k

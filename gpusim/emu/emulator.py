@@ -183,12 +183,12 @@ class Emulator:
         self._blocks()
 
     def _blocks(self) -> None:
-        """What `compiled.block` runs: per instruction its kind (FFMA, DFMA, a shared load [Rx + imm];
+        """What `compiled.block` runs: per instruction its kind (FFMA, DFMA, a shared load [Rx (+ URy) + imm];
         0 for others), operands and the rows it writes, as their fast paths give them; how many
         instructions from each on have a kind (a straight-line run)."""
         n = len(self.program)
         self.block_kind = np.zeros(n, dtype=np.int64)
-        self.block_args = np.zeros((n, 5), dtype=np.int64)
+        self.block_args = np.zeros((n, 6), dtype=np.int64)
         self.block_rows: list[tuple] = [()] * n
         for pc, ins in enumerate(self.program.instructions):
             spec = getattr(self.all_lanes[pc] or self.handlers[pc], "block", None)
@@ -436,7 +436,7 @@ class Emulator:
         addr = np.empty((max(loads, 1), lanes), dtype=np.uint32)
         t, out = st.scratch(lanes)
         ran = compiled.block(st.R, st.R.view(np.float32), self.block_kind, self.block_args, pc, k, t, out,
-                             self.shared.flat_words, self._smem_rows, self.shared.size, addr, self.record)
+                             self.shared.flat_words, self._smem_rows, self.shared.size, addr, self.record, st.UR)
         if not ran:
             return 0
         written = self._block_written.get((pc, ran))

@@ -92,9 +92,11 @@ def make_load(ins, generic, emu):
             return generic(ex)
 
     m = _mem_operand(ins)
-    if ins.opcode in SHARED_OPCODES and m.reg is not None and m.width == 32 and (m.ureg is None or m.ureg == URZ):
-        # a shared load [Rx + imm]: compiled.block runs it among FFMAs and DFMAs (kind, operands, rows written)
-        load.block = (compiled.BLOCK_LDS, (nbytes, first, last, st.row(m.reg), int(m.value or 0)),
+    if ins.opcode in SHARED_OPCODES and m.reg is not None and m.width == 32:
+        # a shared load [Rx (+ URy) + imm]: compiled.block runs it among FFMAs and DFMAs (kind,
+        # operands, rows written)
+        ur = -1 if m.ureg is None or m.ureg == URZ else m.ureg
+        load.block = (compiled.BLOCK_LDS, (nbytes, first, last, st.row(m.reg), int(m.value or 0), ur),
                       tuple(range(first, last + 1)))
     return load
 

@@ -49,9 +49,11 @@ def _bytes_of(data) -> np.ndarray:
 
 class GlobalMemory:
     """One byte arena holding all buffers; addresses map to arena offsets. A buffer is given by its
-    contents, or by its size in bytes (zeros, to be filled through `logical`)."""
+    contents, or by its size in bytes (zeros, to be filled through `logical`). `shared`: the arena
+    is an anonymous shared mapping, which a forked process writes for its parent to read (detailed
+    mode's emulation in a second process, `timing/compiled/producer.py`)."""
 
-    def __init__(self, buffers: dict[str, bytes | np.ndarray | int]):
+    def __init__(self, buffers: dict[str, bytes | np.ndarray | int], shared: bool = False):
         self.buffers: list[Buffer] = []
         offset = 0
         raws = [data if isinstance(data, int) else _bytes_of(data) for data in buffers.values()]
@@ -59,7 +61,12 @@ class GlobalMemory:
             nbytes = raw if isinstance(raw, int) else raw.size
             self.buffers.append(Buffer(name, GLOBAL_BASE + offset, nbytes))
             offset += -(-(nbytes + GUARD) // ALIGN) * ALIGN
-        self.arena = np.zeros(max(offset, 16), dtype=np.uint8)
+        if shared:
+            import mmap
+
+            self.arena = np.frombuffer(mmap.mmap(-1, max(offset, 16)), dtype=np.uint8)  # (zeros, MAP_SHARED)
+        else:
+            self.arena = np.zeros(max(offset, 16), dtype=np.uint8)
         for buf, raw in zip(self.buffers, raws):
             if not isinstance(raw, int):
                 start = buf.address - GLOBAL_BASE

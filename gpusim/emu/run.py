@@ -16,15 +16,16 @@ from gpusim.toolchain.listings import load_program
 from gpusim.workloads.spec import DTYPES, expr_name
 
 
-def build_launch(workload, program, n: int, seed: int = 0):
+def build_launch(workload, program, n: int, seed: int = 0, shared: bool = False):
     """(Launch, parameter bytes, GlobalMemory, logical inputs) for problem size n. The buffers are
     made in the device memory itself (held once): the logical inputs are read-only views of it
-    (`LaunchInputs`), which the kernel's stores change; `at_launch` gives their values at launch."""
+    (`LaunchInputs`), which the kernel's stores change; `at_launch` gives their values at launch.
+    `shared`: that memory is shared with processes forked later (`GlobalMemory`)."""
     grid, block, dyn_shared = workload.geometry(n)
     buffers = [a for a in workload.args if a.kind == "buffer"]
     shapes = {a.name: workload.buffer_shape(a, n) for a in buffers}
     memory = GlobalMemory({a.name: int(np.prod(shapes[a.name], dtype=np.int64)) * np.dtype(DTYPES[a.dtype]).itemsize
-                           for a in buffers})
+                           for a in buffers}, shared)
     views = {a.name: memory.logical(a.name, DTYPES[a.dtype], shapes[a.name], a.order) for a in buffers}
     inputs = LaunchInputs(workload.make_inputs(n, seed, into=views), seed, memory, _referenced(workload))
     if len(program.params) != len(workload.args):

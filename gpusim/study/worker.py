@@ -132,8 +132,10 @@ def run_point(task: dict) -> dict:
 
 def ignore_sigint() -> None:
     """Pool initializer: Ctrl-C is handled by the parent, which cancels and ends the workers (and a
-    forked worker must not inherit the parent's SIGTERM handler: terminate() has to end it)."""
+    forked worker must not inherit the parent's SIGTERM handler: terminate() has to end it); detailed
+    mode in one process (the pool already uses the cores) unless GPUSIM_WORKERS says otherwise."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.environ.setdefault("GPUSIM_WORKERS", "1")

@@ -159,6 +159,7 @@ def time_streamed(wl, cfg, size: int, honour_control_codes: bool | None = None):
     import numpy as np
 
     from gpusim.emu.run import build_launch
+    from gpusim.timing.compiled.producer import processes
     from gpusim.timing.compiled.stream import EmulatorStream
     from gpusim.timing.gpu import GPU
     from gpusim.timing.occupancy import occupancy
@@ -166,7 +167,8 @@ def time_streamed(wl, cfg, size: int, honour_control_codes: bool | None = None):
     from gpusim.trace.format import RECORD_DTYPE, DynamicTrace, make_header
 
     program = load_program(wl, cfg.arch)
-    launch, params, memory, inputs = build_launch(wl, program, size)
+    n_proc = processes()  # (two: the memory is shared with the emulating process)
+    launch, params, memory, inputs = build_launch(wl, program, size, shared=n_proc == 2)
     ctas = list(range(launch.n_ctas))
     header = make_header(program, launch.grid, launch.block, launch.dynamic_shared_bytes, launch.warps_per_cta, ctas,
                          workload=wl.name, size=size, source="emulator", exec_mask_exact=True, active_mask_exact=True)
@@ -178,7 +180,7 @@ def time_streamed(wl, cfg, size: int, honour_control_codes: bool | None = None):
     group = cfg.sm_count  # CTAs launched as the same slot of every SM: they run at about one rate
     warps = min(cfg.sm_count * occ.ctas_per_sm, len(ctas)) * launch.warps_per_cta  # resident at once
     gpu.records_stream = EmulatorStream(gpu, program, launch, params, memory, ctas, group, max(64, SLICE_RECORDS // warps),
-                                        SLICE_LOG_BYTES)
+                                        SLICE_LOG_BYTES, n_proc)
     result = gpu.run(wl.name, size)
     return gpu.records_stream.checked_run(), inputs, result
 

@@ -316,6 +316,20 @@ def _distinct_per_row(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
 
 
 # ---- register file -------------------------------------------------------------------------------
+_TABLES: dict = {}  # (table, id(program)) -> (program, table): per-instruction tables of the programs in use
+
+
+def _per_program(what: str, program, make):
+    """`make()`, made once per program (a streamed run computes columns slice by slice); the
+    tables are read-only to their users."""
+    hit = _TABLES.get((what, id(program)))
+    if hit is None or hit[0] is not program:
+        if len(_TABLES) > 32:
+            _TABLES.clear()
+        hit = _TABLES[(what, id(program))] = (program, make())
+    return hit[1]
+
+
 def operand_table(program) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
     """Per static instruction and source slot: (first register, width, .reuse flag, registers read).
 
@@ -323,6 +337,10 @@ def operand_table(program) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
     slot_reuse (n_pc, S) bool and, per instruction, a tuple per slot of the registers it reads.
     Slot s is the s-th source operand as the listing prints it (reuse bit s, [MAXWELL-NOTES]).
     """
+    return _per_program("operands", program, lambda: _operand_table(program))
+
+
+def _operand_table(program):
     n_slots = max([len(ins.srcs) for ins in program.instructions] + [1])
     n = len(program.instructions)
     slot_reg = np.full((n, n_slots), -1, dtype=np.int32)
@@ -472,13 +490,13 @@ def register_read_cycles(reads: np.ndarray, warp_starts: np.ndarray, ports: int,
 
 def register_bank_conflicts(program, trace, banks: int = 4, bank_width_bits: int = 32, reuse_cache: bool = True,
                             memory_ops: bool = False, return_hits: bool = False, carry: np.ndarray | None = None,
-                            read_ports: int | None = None):
+                            read_ports: int | None = None, no_reuse: bool = True):
     """Extra operand-read cycles per record from source-register bank conflicts (module docstring).
 
     With reuse_cache, operands served by the reuse cache do not read the banks. Vectorised over the
     records: the cost depends only on (static instruction, set of slots hit), so it is computed once
     per distinct pair and looked up. With return_hits, returns (cycles, reuse hits per record,
-    cycles if no operand were served by the reuse cache). `carry`: see `_Reuse.hits` (one row per
+    cycles if no operand were served by the reuse cache, or None where not `no_reuse`). `carry`: see `_Reuse.hits` (one row per
     warp of `trace.warp_ids`; with `read_ports`, its last column carries the read-port debt,
     `register_read_cycles`). `read_ports`: the read-port rule instead of the bank rule.
     """
@@ -503,7 +521,7 @@ def register_bank_conflicts(program, trace, banks: int = 4, bank_width_bits: int
     popcount = np.array([bin(m).count("1") for m in range(width)], dtype=SMALL_COLUMN_DTYPE)
     reuse = _Reuse(program, table, memory_ops) if reuse_cache else None
     cost = np.empty(len(pc), dtype=SMALL_COLUMN_DTYPE)
-    no_reuse = np.empty(len(pc), dtype=SMALL_COLUMN_DTYPE)
+    without = np.empty(len(pc), dtype=SMALL_COLUMN_DTYPE) if no_reuse else None
     n_hits = np.zeros(len(pc), dtype=SMALL_COLUMN_DTYPE) if return_hits else None
     debt = None if carry is None or read_ports is None else carry[:, -1]  # (a view: updated in place)
     first_warp = 0
@@ -524,12 +542,14 @@ def register_bank_conflicts(program, trace, banks: int = 4, bank_width_bits: int
                 n_hits[a:b] = popcount[hits]
         if read_ports is None:
             cost[a:b] = value_of[combo]
-            no_reuse[a:b] = value_of[p * width]
+            if no_reuse:
+                without[a:b] = value_of[p * width]
         else:
             cost[a:b] = register_read_cycles(value_of[combo], starts, read_ports, None if debt is None else debt[block])
-            no_reuse[a:b] = register_read_cycles(value_of[p * width], starts, read_ports)
+            if no_reuse:
+                without[a:b] = register_read_cycles(value_of[p * width], starts, read_ports)
     if return_hits:
-        return cost, n_hits, no_reuse
+        return cost, n_hits, without
     return cost
 
 
@@ -560,7 +580,8 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
                reg_memory_ops: bool = False, reg_read_ports: int | None = None,
                smem_banks: int = 32, smem_bank_width_bytes: int = 4, smem_bank_row_words: int = 1,
                smem_phase_bytes: int | None = None, smem_pack_uniform_pairs: bool = False,
-               sector_bytes: int = 32, line_bytes: int = 128, reuse_carry: np.ndarray | None = None) -> dict[str, np.ndarray]:
+               sector_bytes: int = 32, line_bytes: int = 128, reuse_carry: np.ndarray | None = None,
+               no_reuse: bool = True) -> dict[str, np.ndarray]:
     """Per record columns (aligned with ``trace.records``; int16 `COLUMN_DTYPE`: smem_wavefronts,
     smem_conflicts; int8 `SMALL_COLUMN_DTYPE`: gsectors, glines, reg_conflict_cycles, reuse_hits,
     reg_conflict_cycles_no_reuse). Records that
@@ -570,14 +591,16 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
     reg_memory_ops counts register-bank conflicts of memory instructions too. `reuse_carry`: the reuse
     cache's state left by the warps' earlier records when a stream comes in pieces (`_Reuse.hits`; one
     column more than the operand slots: the read-port debt). `reg_read_ports`: the read-port rule.
+    `no_reuse`: False leaves reg_conflict_cycles_no_reuse out (detailed mode's stream reads none).
     """
     rec = trace.records
     n = len(rec)
     cols = {k: np.zeros(n, dtype=COLUMN_DTYPE if k.startswith("smem") else SMALL_COLUMN_DTYPE)
             for k in ("smem_wavefronts", "smem_conflicts", "gsectors", "glines")}
     kinds = (SHARED_LOAD, SHARED_STORE, GLOBAL_LOAD, GLOBAL_STORE)
-    kind_of_pc = np.array([kinds.index(k) + 1 if (k := access_kind(ins)) else 0 for ins in program.instructions],
-                          dtype=np.int8)  # 0: not a shared or global access
+    kind_of_pc = _per_program("kinds", program, lambda: np.array(
+        [kinds.index(k) + 1 if (k := access_kind(ins)) else 0 for ins in program.instructions],
+        dtype=np.int8))  # 0: not a shared or global access
     rows = rec["mem_row"]
     mem = np.flatnonzero(rows >= 0)
     kind = kind_of_pc[rec["pc_index"][mem]]
@@ -597,8 +620,10 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
         cols["gsectors"][sel], cols["glines"][sel] = global_sectors(trace.addresses, trace.access_bytes[r],
                                                                     rec["exec_mask"][sel], sector_bytes, line_bytes,
                                                                     rows=r)
-    conflicts, hits, no_reuse = register_bank_conflicts(program, trace, reg_banks, reg_bank_width_bits, reuse_cache,
+    conflicts, hits, without = register_bank_conflicts(program, trace, reg_banks, reg_bank_width_bits, reuse_cache,
                                                         reg_memory_ops, return_hits=True, carry=reuse_carry,
-                                                        read_ports=reg_read_ports)
-    cols["reg_conflict_cycles"], cols["reuse_hits"], cols["reg_conflict_cycles_no_reuse"] = conflicts, hits, no_reuse
+                                                        read_ports=reg_read_ports, no_reuse=no_reuse)
+    cols["reg_conflict_cycles"], cols["reuse_hits"] = conflicts, hits
+    if no_reuse:
+        cols["reg_conflict_cycles_no_reuse"] = without
     return cols

@@ -13,6 +13,7 @@ runs what the compiled one does not: timelines (`gpusim viz`).
     loops.py   sampling.py's loop bookkeeping: moves, left-out loop iterations made up
     engine.py  the state arrays, simpy's event order across SMs, results for GPU._result
     stream.py  (Python) the records made as the run needs them: emulation slices, the record arena
+    producer.py (Python) those slices made in a second process, on another core
     sampled.py (Python) sampled mode: the object model's sampler looking at the engine's SMs
 
 numba compiles these on first use and caches the machine code beside the sources (__pycache__).
@@ -32,7 +33,7 @@ from numba.core import config as _numba_config
 # quantum) and numba's version. Set before the modules below are imported: numba picks the folder
 # when a function is decorated.
 _TIMING = Path(__file__).resolve().parent.parent
-_PYTHON = ("stream.py", "sampled.py")  # (plain Python: nothing of theirs is compiled)
+_PYTHON = ("stream.py", "sampled.py", "producer.py")  # (plain Python: nothing of theirs is compiled)
 _SOURCES = sorted(p for p in (_TIMING / "compiled").glob("*.py") if p.name not in _PYTHON)
 _SOURCES += [_TIMING / "static.py", _TIMING / "stalls.py", _TIMING / "sm.py", _TIMING / "sampling.py"]
 

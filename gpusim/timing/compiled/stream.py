@@ -9,12 +9,13 @@ warp it runs has fewer than `sm.LOOKAHEAD` records left, or when the CTAs it may
 none; the `Arena` then drops what the warps have run, appends the new slices' records, and the
 engine goes on exactly where it stopped. The records of each warp are the same as a whole trace's
 (a warp's stream depends on its own execution only), and so are the results, to the last bit
-(tests/test_stream.py).
+(tests/test_stream.py). The slices may be made in a second process, on another core (`producer.py`).
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -32,6 +33,7 @@ FREE_RECORDS = 4 << 20
 BACKLOG_RECORDS = 8 << 20  # live records past which only CTAs below BACKLOG_KEEP records per warp are fed
 BACKLOG_KEEP = 4096
 TRIM_EVERY = 20  # arena updates between two `_trim_heap` calls
+AHEAD_BATCHES = 2  # with a second process: batches asked ahead that the engine runs with (`run_streamed`)
 RELEASE_WARPS = 1 << 20  # the arena's per-warp entries of finished CTAs go back to the system this many at a time
 RECORD_FIELDS = {"pcs": np.int32, "mem_rows": np.int32, "regc": np.int8, "wavef": np.int16, "glines": np.int8}
 
@@ -60,7 +62,7 @@ def segment_from_trace(gpu, trace, carry: np.ndarray, complete: np.ndarray, tota
 
     gids = np.asarray(trace.warp_ids, dtype=np.int64)
     piece = carry[gids - first_gid]
-    cols = precompute(gpu.program, trace, **gpu.precompute_rules, reuse_carry=piece)
+    cols = precompute(gpu.program, trace, **gpu.precompute_rules, reuse_carry=piece, no_reuse=False)
     carry[gids - first_gid] = piece
     rec = trace.records
     kinds = gpu.kind_of_pc[rec["pc_index"]]
@@ -351,10 +353,11 @@ class EmulatorStream:
     """The emulator's records for a detailed run, group by group of CTAs (launch order), a slice of
     `slice_steps` emulator steps at a time, or less where the emulator's log reaches `slice_bytes`
     (the addresses of memory-bound kernels: a slice's log, its trace and columns are what memory holds
-    beside the arena)."""
+    beside the arena); made in this process or, `processes` 2, in a second one (`producer.py`, whose
+    emulators write `memory`: it must be shared)."""
 
     def __init__(self, gpu, program, launch, params, memory, ctas: list[int], group: int, slice_steps: int,
-                 slice_bytes: int | None = None):
+                 slice_bytes: int | None = None, processes: int = 1):
         from gpusim.emu.emulator import Emulator
 
         self.gpu, self.program = gpu, program
@@ -368,15 +371,17 @@ class EmulatorStream:
         self._make = lambda cs: Emulator(program, launch, params, memory, ctas=cs)
         self.emus: dict[int, object] = {}
         self.finished: set[int] = set()
-        self.started_to = 0  # the CTAs (of `ctas`, from the first) of the groups started so far
-        self.slice_steps, self.slice_bytes = slice_steps, slice_bytes
+        self.slice_steps, self.slice_bytes, self.processes = slice_steps, slice_bytes, processes
         self.carry: dict[int, np.ndarray] = {}  # per group being emulated: its warps' reuse-cache state
         self.totals = new_totals(len(program))
         self.memory, self.launch = memory, launch
         self.warp_instructions = 0
         # wall seconds per stage (bench/speed.py prints them): emulation, trace building, columns
-        # (precompute, sectors), the arena, the engine
+        # (precompute, sectors), the arena, the engine; with a second process, the first three are
+        # its own, and `wait` is the engine's process waiting for its slices
         self.seconds = {"emulate": 0.0, "trace": 0.0, "columns": 0.0, "arena": 0.0, "engine": 0.0}
+        if processes == 2:
+            self.seconds["wait"] = 0.0
 
     def slice(self, g: int, ctas=None) -> Segment | None:
         """The next slice of group `g`'s CTAs `ctas` (the group's others wait; None: all of them);
@@ -393,7 +398,6 @@ class EmulatorStream:
             # per warp: the reuse cache's slots, then the read-port debt (precompute.register_bank_conflicts)
             self.carry[g] = np.full(((hi - lo) * self.wpc, operand_table(self.program)[0].shape[1] + 1), -1,
                                     dtype=np.int32)
-            self.started_to = max(self.started_to, hi)
         if ctas is None:
             emu.frozen[:] = False
         else:
@@ -438,7 +442,13 @@ class EmulatorStream:
 
 def run_streamed(gpu, occ, ctas: list[int]):
     """Detailed mode on the compiled engine, the records streamed from `gpu.records_stream`: (SMs that ran,
-    memory counters, totals for `GPU._result`)."""
+    memory counters, totals for `GPU._result`). The slices are made here or in a second process
+    (`producer.py`); with one, the engine's stops also ask ahead for slices later ones will likely
+    need (`wanted_next`, see `fill`), made while the engine runs and taken, whether needed or not, at
+    a stop this process chooses: what the engine sees at each stop does not depend on the two
+    processes' speeds."""
+    from gpusim.timing.compiled import producer
+
     stream = gpu.records_stream
     cfg = gpu.cfg
     wpc = gpu.warps_per_cta
@@ -448,84 +458,160 @@ def run_streamed(gpu, occ, ctas: list[int]):
     ahead = cfg.sm_count * occ.ctas_per_sm  # CTAs kept ready to launch: a full wave
     arena = Arena(gpu._grid_ctas() * wpc)
     warps = np.arange(wpc)
-
-    adds = [0]
+    maker = producer.start(stream)
+    # the CTAs (of the queue, from the first) of the groups asked for so far; the batches asked
+    # ahead, not taken yet (their slice counts); arena updates
+    state = {"started": 0, "asked": deque(), "adds": 0}
 
     def ready(cta_index: int) -> bool:
         gids = queue[cta_index] * wpc + warps
         n = arena.end[gids] - arena.begin[gids]
         return bool(((n >= C.LOOKAHEAD) | ~arena.more[gids]).all())
 
+    def launching(primed: int, end: int, want: dict) -> dict:
+        """`want` with the queue's CTAs from `primed` to `end` that are not ready."""
+        for i in range(primed, min(len(queue), end)):
+            if not ready(i):
+                c = int(queue[i])
+                want.setdefault(stream.group_of(c), set()).add(c)
+        return want
+
+    def wanted(st, nxt: int, primed: int) -> dict[int, set]:
+        """Per group, the CTAs to emulate on now: of the groups with a short warp (fewer than 2 x
+        LOOKAHEAD records left), their running CTAs (but past BACKLOG_RECORDS those holding plenty),
+        and the next wave of CTAs to launch not ready."""
+        want: dict[int, set] = {}
+        if st is not None:
+            streaming = running(st) & st.w["more"]
+            short = streaming & (arena.end[st.w["gid"]] - st.w["pos"] < 2 * C.LOOKAHEAD)
+            if short.any():
+                # the groups of the short warps go on, all their running CTAs together: the
+                # emulator's batches are warps at one PC, and its fast paths want contiguous warps;
+                # CTAs left out split them (refilling only the CTAs below a few slices' worth,
+                # sgemm_maxas_64 h100 2048 spent 94-170 s emulating, 13 s this way)
+                groups = {stream.group_of(int(c)) for c in np.unique(st.w["gid"][short] // wpc)}
+                cta = st.w["gid"][streaming] // wpc
+                left = (arena.end[st.w["gid"]] - st.w["pos"])[streaming]
+                order = np.lexsort((left, cta))  # per CTA, its warp with the fewest records first
+                first = np.r_[True, cta[order][1:] != cta[order][:-1]] if len(order) else np.zeros(0, bool)
+                # past BACKLOG_RECORDS a group's CTAs that still hold plenty wait: under the measured
+                # LRR policy a group's CTAs run at more spread rates, and their backlog grew with
+                # each refill (sgemm_maxas_64 h100 2048: 23.8 M live records against 12.0 M under GTO)
+                backlog = arena.live >= BACKLOG_RECORDS
+                for c, fewest in zip(cta[order][first].tolist(), left[order][first].tolist()):
+                    g = stream.group_of(int(c))
+                    if g in groups and not (backlog and fewest > BACKLOG_KEEP):
+                        want.setdefault(g, set()).add(int(c))
+        return launching(primed, nxt + ahead, want)
+
+    def wanted_next(st, nxt: int, primed: int) -> dict[int, set]:
+        """What to ask ahead at a stop (with a second process), for the next: the next wave and group
+        of CTAs to launch not ready, and, while the arena holds fewer than BACKLOG_RECORDS, a slice
+        of the group of the running warp with the fewest records left (its running CTAs)."""
+        want = launching(primed, nxt + ahead + stream.group, {})
+        if arena.live >= BACKLOG_RECORDS:
+            return want
+        if st is None:  # (the first wave's groups)
+            for c in queue[nxt:nxt + ahead].tolist():
+                want.setdefault(stream.group_of(c), set()).add(c)
+        else:
+            streaming = np.flatnonzero(running(st) & st.w["more"])
+            if len(streaming):
+                gid = st.w["gid"][streaming]
+                g = stream.group_of(int(gid[np.argmin(arena.end[gid] - st.w["pos"][streaming])]) // wpc)
+                cta = np.unique(gid // wpc)
+                want.setdefault(g, set()).update(int(c) for c in cta if stream.group_of(int(c)) == g)
+        return want
+
+    def ask_next(st, nxt: int, primed: int) -> bool:
+        """Ask ahead (`wanted_next`) as if the batches asked ahead were there; whether anything was."""
+        want = wanted_next(st, nxt, primed)
+        if want:
+            state["asked"].append(ask(want))
+        return bool(want)
+
+    def ask(want: dict) -> int:
+        """Ask for a slice of each group of `want` (its CTAs; all of them while the arena is small:
+        FREE_RECORDS); how many."""
+        roomy = arena.live < FREE_RECORDS
+        plan = [(g, None if roomy else want[g]) for g in sorted(want)]
+        for g, _ in plan:
+            state["started"] = max(state["started"], stream.span(g)[1])
+        maker.ask(plan)
+        return len(plan)
+
+    def take(st, nxt: int) -> bool:
+        """The next slice asked for into the arena (one slice's records in memory at a time);
+        whether it had records."""
+        seg = maker.take()
+        if seg is None:
+            return False
+        t = time.perf_counter()
+        # (the CTAs not launched yet that may have records: those of the groups started)
+        arena.add([seg], st, (queue[nxt:max(nxt, state["started"]), None] * wpc + warps).ravel())
+        state["adds"] += 1
+        if state["adds"] % TRIM_EVERY == 0:
+            _trim_heap()
+        stream.seconds["arena"] += time.perf_counter() - t
+        return len(seg.counts) > 0
+
     def fill(st, primed: int) -> int:
-        """Slices until no running warp is short of records and a wave of CTAs is ready; how many
-        of the queue's CTAs are ready. A slice emulates, of a group with a short warp, its running
-        CTAs (all together), and the next CTAs to launch until they are ready; the group's other
-        CTAs wait (or go on too while the arena is small: FREE_RECORDS)."""
+        """Slices until no running warp is short of records and a wave of CTAs is ready; how many of
+        the queue's CTAs are ready. A slice emulates, of a group with a short warp, its running CTAs
+        (all together), and the next CTAs to launch until they are ready; the group's other CTAs
+        wait (or go on too while the arena is small: FREE_RECORDS). With a second process, batches
+        are asked ahead (`wanted_next`): at the start up to AHEAD_BATCHES + 1 in flight, before the
+        oldest are taken down to AHEAD_BATCHES (so that the child always has one to make), and at the
+        end up to AHEAD_BATCHES again; such a batch is taken whole, in the order asked, at a later
+        stop or first thing when records are short."""
         nxt = 0 if st is None else int(st.glob[C.G_NEXT])
+        asked = state["asked"]
+        while maker.ahead and len(asked) <= AHEAD_BATCHES and ask_next(st, nxt, primed):
+            pass
+        while len(asked) > AHEAD_BATCHES:
+            for _ in range(asked.popleft()):
+                take(st, nxt)
         while True:
-            want: dict[int, set] = {}
-            if st is not None:
-                streaming = running(st) & st.w["more"]
-                short = streaming & (arena.end[st.w["gid"]] - st.w["pos"] < 2 * C.LOOKAHEAD)
-                if short.any():
-                    # the groups of the short warps go on, all their running CTAs together: the
-                    # emulator's batches are warps at one PC, and its fast paths want contiguous warps;
-                    # CTAs left out split them (refilling only the CTAs below a few slices' worth,
-                    # sgemm_maxas_64 h100 2048 spent 94-170 s emulating, 13 s this way)
-                    groups = {stream.group_of(int(c)) for c in np.unique(st.w["gid"][short] // wpc)}
-                    cta = st.w["gid"][streaming] // wpc
-                    left = (arena.end[st.w["gid"]] - st.w["pos"])[streaming]
-                    order = np.lexsort((left, cta))  # per CTA, its warp with the fewest records first
-                    first = np.r_[True, cta[order][1:] != cta[order][:-1]] if len(order) else np.zeros(0, bool)
-                    # past BACKLOG_RECORDS a group's CTAs that still hold plenty wait: under the measured
-                    # LRR policy a group's CTAs run at more spread rates, and their backlog grew with
-                    # each refill (sgemm_maxas_64 h100 2048: 23.8 M live records against 12.0 M under GTO)
-                    backlog = arena.live >= BACKLOG_RECORDS
-                    for c, fewest in zip(cta[order][first].tolist(), left[order][first].tolist()):
-                        g = stream.group_of(int(c))
-                        if g in groups and not (backlog and fewest > BACKLOG_KEEP):
-                            want.setdefault(g, set()).add(int(c))
             while primed < len(queue) and ready(primed):
                 primed += 1
-            for i in range(primed, min(len(queue), nxt + ahead)):
-                if not ready(i):
-                    c = int(queue[i])
-                    want.setdefault(stream.group_of(c), set()).add(c)
+            want = wanted(st, nxt, primed)
             if not want:
-                return primed
-            roomy = arena.live < FREE_RECORDS  # (then every CTA of a group goes on)
+                break
+            if asked:
+                for _ in range(asked.popleft()):
+                    take(st, nxt)
+                continue
             waiting = int(np.count_nonzero(arena.more))
             made = False
-            for g in sorted(want):  # each slice goes to the arena as it is made (one slice's records in memory)
-                seg = stream.slice(g, None if roomy else want[g])
-                if seg is None:
-                    continue
-                made |= len(seg.counts) > 0
-                t = time.perf_counter()
-                # (the CTAs not launched yet that may have records: those of the groups started)
-                arena.add([seg], st, (queue[nxt:max(nxt, stream.started_to), None] * wpc + warps).ravel())
-                del seg
-                adds[0] += 1
-                if adds[0] % TRIM_EVERY == 0:
-                    _trim_heap()
-                stream.seconds["arena"] += time.perf_counter() - t
+            for _ in range(ask(want)):
+                made |= take(st, nxt)
             if not made and np.count_nonzero(arena.more) == waiting:
                 # (an emulator always moves on: its warps run, or exit, or it reports a deadlock)
                 raise RuntimeError(f"streamed trace: groups {sorted(want)} made no records and ended no warps")
+        while maker.ahead and len(asked) < AHEAD_BATCHES and ask_next(st, nxt, primed):
+            pass
+        return primed
 
-    primed = fill(None, 0)
-    st = E.build(gpu, occ, ctas, arena.arrays(), primed)
-    while True:
-        t = time.perf_counter()
-        status, m = E._simulate(st)
-        stream.seconds["engine"] += time.perf_counter() - t
-        if status != C.NEED_TRACE:
-            break
-        primed = fill(st, int(st.glob[C.G_PRIMED]))
-        st.glob[C.G_PRIMED] = primed
-        nxt, run = int(st.glob[C.G_NEXT]), st.w["gid"][running(st)]
-        arena.release(min(int(queue[nxt]) * wpc if nxt < len(queue) else len(arena.begin),
-                          int(run.min()) if len(run) else len(arena.begin)))
-        st = st._replace(**arena.arrays())
+    try:
+        primed = fill(None, 0)
+        st = E.build(gpu, occ, ctas, arena.arrays(), primed)
+        while True:
+            t = time.perf_counter()
+            status, m = E._simulate(st)
+            stream.seconds["engine"] += time.perf_counter() - t
+            if status != C.NEED_TRACE:
+                break
+            primed = fill(st, int(st.glob[C.G_PRIMED]))
+            st.glob[C.G_PRIMED] = primed
+            nxt, run = int(st.glob[C.G_NEXT]), st.w["gid"][running(st)]
+            arena.release(min(int(queue[nxt]) * wpc if nxt < len(queue) else len(arena.begin),
+                              int(run.min()) if len(run) else len(arena.begin)))
+            st = st._replace(**arena.arrays())
+    except BaseException:
+        maker.close(ok=False)
+        raise
+    for _ in range(sum(state["asked"])):  # (asked ahead, not needed: the run ended)
+        maker.take()
+    maker.close()
     sms, memory = E.results(gpu, st, status, m)
     return sms, memory, stream.totals

@@ -35,7 +35,8 @@ from numba.core import config as _numba_config
 _TIMING = Path(__file__).resolve().parent.parent
 _PYTHON = ("stream.py", "sampled.py", "producer.py")  # (plain Python: nothing of theirs is compiled)
 _SOURCES = sorted(p for p in (_TIMING / "compiled").glob("*.py") if p.name not in _PYTHON)
-_SOURCES += [_TIMING / "static.py", _TIMING / "stalls.py", _TIMING / "sm.py", _TIMING / "sampling.py"]
+_SOURCES += [_TIMING / "static.py", _TIMING / "stalls.py", _TIMING / "sm.py", _TIMING / "sampling.py",
+             _TIMING / "mem" / "lsu.py"]  # (its data-stage functions are compiled: compiled/memory.py)
 
 
 def _digest() -> str:

@@ -20,6 +20,7 @@ import numpy as np
 from numba import njit
 
 from gpusim.timing.compiled import lru as L
+from gpusim.timing.mem import lsu
 
 MIO, LSU = 0, 1  # the two queues of a sub-partition
 
@@ -40,6 +41,9 @@ def full_until(st, q, now):
     return -1.0
 
 
+drained, access_cost, shared_finish = njit(lsu.drained), njit(lsu.access_cost), njit(lsu.shared_finish)
+
+
 @njit
 def data_passed(st, sm, kind, now, units, done):
     """`DataStage.passed` (with `_advance`): the cycle an access of `kind` that passed its own stage at
@@ -47,29 +51,13 @@ def data_passed(st, sm, kind, now, units, done):
     d = st.stage[sm * 2 + MIO]
     g = st.stage[sm * 2 + LSU]
     if now > d.at:
-        cycles = (now - d.at) * d.data_rate
+        d.work, g.work = drained(d.work, g.work, (now - d.at) * d.data_rate)
         d.at = now
-        a = d.work
-        b = g.work
-        both = a if a < b else b
-        if 2.0 * both >= cycles:
-            a -= cycles / 2.0
-            b -= cycles / 2.0
-        else:
-            rest = cycles - 2.0 * both
-            a = a - both - rest
-            b = b - both - rest
-        d.work = a if a > 0.0 else 0.0
-        g.work = b if b > 0.0 else 0.0
-    mine_row = st.stage[sm * 2 + kind]
-    other_row = st.stage[sm * 2 + 1 - kind]
-    large = other_row.size
-    cost = units * (2.0 - units / large) if other_row.work > 0.0 and large > units else units
-    mine_row.size = units
-    mine_row.work += cost
-    mine = mine_row.work
-    other = other_row.work
-    t = now + (2.0 * mine if other >= mine else mine + other) / d.data_rate
+    mine = st.stage[sm * 2 + kind]
+    other = st.stage[sm * 2 + 1 - kind]
+    mine.work += access_cost(units, other.size, other.work)
+    mine.size = units
+    t = shared_finish(now, mine.work, other.work, d.data_rate)
     return t if t > done else done
 
 

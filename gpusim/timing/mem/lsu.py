@@ -76,21 +76,11 @@ class DataStage:
         self.at = 0.0
 
     def _advance(self, now: float) -> None:
-        """Pass the work of the cycles since `at`: both kinds at half the rate while both have some."""
+        """Pass the work of the cycles since `at` (`drained`)."""
         if now <= self.at:
             return
-        cycles = (now - self.at) * self.rate
+        self.work = list(drained(self.work[0], self.work[1], (now - self.at) * self.rate))
         self.at = now
-        a, b = self.work
-        both = a if a < b else b
-        if 2.0 * both >= cycles:
-            a -= cycles / 2.0
-            b -= cycles / 2.0
-        else:
-            rest = cycles - 2.0 * both
-            a = a - both - rest
-            b = b - both - rest
-        self.work = [a if a > 0.0 else 0.0, b if b > 0.0 else 0.0]
 
     def passed(self, now: float, kind: int, units: float, done: float) -> float:
         """An access of `kind` and `units` entered at `now` and passed its own stage at `done`: the
@@ -98,13 +88,37 @@ class DataStage:
         self._advance(now)
         work = self.work
         other = 1 - kind
-        large = self.size[other]
-        cost = units * (2.0 - units / large) if work[other] > 0.0 and large > units else units
+        work[kind] += access_cost(units, self.size[other], work[other])
         self.size[kind] = units
-        work[kind] += cost
-        mine, other = work[kind], work[other]
-        t = now + (2.0 * mine if other >= mine else mine + other) / self.rate
+        t = shared_finish(now, work[kind], work[other], self.rate)
         return t if t > done else done
+
+
+# The data stage's arithmetic, as plain functions: the compiled engine compiles these same ones
+# (compiled/memory.py `data_passed`), so both engines do the same float operations.
+def drained(a: float, b: float, cycles: float) -> tuple[float, float]:
+    """The two kinds' work after `cycles` stage cycles: each at half the rate while both have some."""
+    both = a if a < b else b
+    if 2.0 * both >= cycles:
+        a -= cycles / 2.0
+        b -= cycles / 2.0
+    else:
+        rest = cycles - 2.0 * both
+        a = a - both - rest
+        b = b - both - rest
+    return (a if a > 0.0 else 0.0), (b if b > 0.0 else 0.0)
+
+
+def access_cost(units: float, other_size: float, other_work: float) -> float:
+    """Stage cycles an access of `units` costs while the other kind has `other_work` left and its
+    last access took `other_size` units: s (2 - s / S) if it is the smaller, else s."""
+    return units * (2.0 - units / other_size) if other_work > 0.0 and other_size > units else units
+
+
+def shared_finish(now: float, mine: float, other: float, rate: float) -> float:
+    """When a kind's backlog `mine` has passed, the other kind's `other` sharing the stage: after
+    2 x mine if other >= mine, else mine + other (stage cycles, at `rate`)."""
+    return now + (2.0 * mine if other >= mine else mine + other) / rate
 
 
 class AccessQueue:

@@ -27,7 +27,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_micro import run_cmd  # noqa: E402
+from run_micro import cupy_missing, run_cmd  # noqa: E402
 from run_memory import NCU_METRICS as FULL_METRICS  # noqa: E402
 
 SRC = os.path.join(HERE, "dram_writes.cu")
@@ -135,10 +135,7 @@ def main() -> int:
     if args.dry_run:
         print(json.dumps({"compile": comp["command"], "cases": len(cases())}, indent=1))
         return 0
-    try:
-        import cupy  # noqa: F401
-    except ImportError:
-        print("run_dram_writes.py: measuring needs cupy and an NVIDIA GPU (use --dry-run to compile only)", file=sys.stderr)
+    if cupy_missing("run_dram_writes.py"):
         return 2
     ncu = shutil.which("ncu") or "/opt/nvidia/nsight-compute/2025.3.1/ncu"
     R = {"meta": {"command_line": " ".join(map(shlex.quote, [sys.executable] + sys.argv)),

@@ -27,7 +27,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_micro import run_cmd  # noqa: E402  (the ALU/latency microbenchmarks beside this file)
+from run_micro import cupy_missing, run_cmd  # noqa: E402  (the ALU/latency microbenchmarks beside this file)
 
 SRC = os.path.join(HERE, "memory.cu")
 U = 16  # accesses per loop iteration (memory.cu)
@@ -549,13 +549,8 @@ def main() -> int:
         return 0
     if not args.dry_run and not args.out:
         ap.error("--out is required unless --dry-run")
-    if not args.dry_run:
-        try:
-            import cupy  # noqa: F401
-        except ImportError:
-            print("run_memory.py: measuring needs cupy and an NVIDIA GPU (use --dry-run to compile only)",
-                  file=sys.stderr)
-            return 2
+    if not args.dry_run and cupy_missing("run_memory.py"):
+        return 2
     comp = compile_cubin(args.nvcc, os.path.join(HERE, "build"))
     counts = sass_counts(comp["cubin"])
     if args.dry_run:

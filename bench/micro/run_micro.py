@@ -84,6 +84,16 @@ def find_disasm(explicit: str | None, nvcc: str) -> tuple[str | None, str]:
     return None, ""
 
 
+def cupy_missing(script: str, dry_run_does: str = "compile only") -> bool:
+    """True (after one line on stderr naming `script`) where measuring cannot run: no cupy, no GPU."""
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        print(f"{script}: measuring needs cupy and an NVIDIA GPU (use --dry-run to {dry_run_does})", file=sys.stderr)
+        return True
+    return False
+
+
 def run_cmd(cmd: list[str], timeout: float = 120) -> str:
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if r.returncode != 0:
@@ -864,13 +874,10 @@ def main() -> int:
     if args.dry_run:
         return 0 if chk.get("ok") else 1
 
-    try:
-        import cupy as cp
-        import numpy as np
-    except ImportError:
-        print("run_micro.py: measuring needs cupy and an NVIDIA GPU (use --dry-run to compile and check only)",
-              file=sys.stderr)
+    if cupy_missing("run_micro.py", "compile and check only"):
         return 2
+    import cupy as cp
+    import numpy as np
     meta["cupy"] = cp.__version__
     meta["numpy"] = np.__version__
     smi = SmiSampler(0.5)

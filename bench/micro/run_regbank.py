@@ -34,7 +34,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from run_memory import Bench as MemoryBench  # noqa: E402  (launches, CuPy module, SM count)
-from run_micro import find_disasm, parse_sass, run_cmd  # noqa: E402
+from run_micro import cupy_missing, find_disasm, parse_sass, run_cmd  # noqa: E402
 
 SRC = os.path.join(HERE, "regbank.cu")
 FMAS_PER_ITER = 64  # per warp per loop iteration, every kernel (regbank.cu)
@@ -176,12 +176,8 @@ def main() -> int:
         return 0
     if not args.dry_run and not args.out:
         ap.error("--out is required unless --dry-run")
-    if not args.dry_run:
-        try:
-            import cupy  # noqa: F401
-        except ImportError:
-            print("run_regbank.py: measuring needs cupy and an NVIDIA GPU (use --dry-run to compile only)", file=sys.stderr)
-            return 2
+    if not args.dry_run and cupy_missing("run_regbank.py"):
+        return 2
     comp = compile_cubin(args.nvcc)
     dis, kind = find_disasm(os.environ.get("GPUSIM_NVDISASM13"), args.nvcc)
     loops = timed_loops(comp["cubin"], dis, kind) if dis else {}

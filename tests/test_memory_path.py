@@ -121,6 +121,18 @@ def test_mixed_lds_ldg_microbenchmarks_are_scored():
     assert float(lines[-1].split()[2].rstrip("%")) <= 14.0
 
 
+def test_score_mix_bad_override_is_one_line():
+    """score_mix.py --set parses as gpusim run --set: a malformed or invalid override is one line, exit 2."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = str(Path(__file__).resolve().parents[1] / "bench/micro/score_mix.py")
+    for bad, said in (("foo", "FIELD=VALUE"), ("memory.l1.lines_per_cycle=0", "memory.l1.lines_per_cycle")):
+        r = subprocess.run([sys.executable, script, "--set", bad], capture_output=True, text=True)
+        assert r.returncode == 2 and r.stdout == "" and len(r.stderr.strip().splitlines()) == 1 and said in r.stderr
+
+
 def test_unified_data_stage_needs_one_rate(h100):
     with pytest.raises(GpusimError, match="unified_data_stage"):
         apply_overrides(h100, {"memory.l1.unified_data_stage": True, "memory.l1.lines_per_cycle": 2.0})

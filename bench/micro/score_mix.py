@@ -23,7 +23,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from gpusim.cli import _parse_sets  # noqa: E402
 from gpusim.config import apply_overrides, load_gpu  # noqa: E402
+from gpusim.errors import GpusimError  # noqa: E402
 from gpusim.timing.gpu import simulate  # noqa: E402
 from timing_kit import program, trace  # noqa: E402
 
@@ -37,10 +39,11 @@ def main(argv=None) -> int:
     ap.add_argument("--set", action="append", default=[], help="config override FIELD=VALUE (as gpusim run --set)")
     args = ap.parse_args(argv)
     over = {"sm_count": 1, "kernel_overhead_cycles": 0, "launch_overhead_us": 0}
-    for item in args.set:
-        k, v = item.split("=", 1)
-        over[k] = json.loads(v) if v not in ("true", "false") else v == "true"
-    cfg = apply_overrides(load_gpu("h100"), over)
+    try:  # gpusim run's own parsing and checks: YAML values, one-line errors naming the field
+        cfg = apply_overrides(load_gpu("h100"), {**over, **_parse_sets(args.set)})
+    except GpusimError as e:
+        print(f"score_mix.py: {e}", file=sys.stderr)
+        return 2
     errors = []
     print(f"{'point':24s} {'case':16s} {'measured':>9s} {'gpusim':>9s}  units/cycle/SM")
     for point, name, measured, a in cases():

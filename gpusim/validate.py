@@ -10,6 +10,9 @@ Three sources of truth:
 * ``validation/<card>/ncu_large/*.json`` -- Nsight Compute counters (and 20 event-timed launches) at
   512..2048: the ncu side of the rows at those sizes (their event times come from ``timing/`` where
   it has the size, it has more launches).
+* ``validation/<card>/queued/*.json`` -- CUDA-event timing only, the launches queued behind a
+  blocking kernel (``gpusim measure --queued``): short kernels' times that the host's launch pace
+  does not set. Where a case has one, its event time comes from here (no event floor applies).
 * the seed documents' tables: GTX 970 DGEMM seconds per GEMM and Tesla M2090 C = AA^T effective
   bandwidths (``/work/shared/seeds/README.md``).
 
@@ -47,7 +50,7 @@ QUICK_MAX_SIZE = 1024
 CACHE_VERSION = 2  # 2: the key holds the cache state (memory.l2.initial)
 TIME_CACHE_STATE = "warm"  # CUDA-event loops relaunch on the same buffers
 NCU_CACHE_STATE = "cold"  # Nsight Compute flushes caches before the profiled launch
-SOURCES = ("small", "timing", "ncu_large", "suite12")  # validation/<card>/<source>/
+SOURCES = ("queued", "small", "timing", "ncu_large", "suite12")  # validation/<card>/<source>/
 
 # Families whose variants compute the same product: the simulated order of their times should match
 # the measured order at each size.
@@ -108,7 +111,7 @@ class Case:
     size: int
     card: str
     mode: str
-    source: str  # where the event time comes from: "small" | "timing" | "ncu_large" | "seed"
+    source: str  # where the event time comes from: "queued" | "small" | "timing" | "ncu_large" | "suite12" | "seed"
     path: str | None = None  # the record with the event time (relative to the repo), None for seed cases
     ncu_path: str | None = None  # the record with Nsight Compute counters, None if there is none
     l2: str | None = None  # a simulation's memory.l2.initial; None on a row
@@ -227,8 +230,8 @@ def skipped_records(gpu: str | None = None) -> list[dict]:
 
 def list_cases(gpu: str | None = None, quick: bool = False) -> list[Case]:
     """One row per measured (card, workload, size) with a usable event time. Its time comes from
-    small/ or timing/ (timing/ has more launches than ncu_large/ at the sizes both have), else from
-    ncu_large/; its Nsight counters from small/ or ncu_large/ where they are usable."""
+    queued/ (no host pace in it), else small/ or timing/ (timing/ has more launches than ncu_large/
+    at the sizes both have), else from ncu_large/; its Nsight counters from small/ or ncu_large/ where they are usable."""
     cases: list[Case] = []
     cards = [gpu] if gpu else measured_cards()
     for card in cards:
@@ -435,13 +438,14 @@ def _err(pred, meas):
     return 100.0 * (pred - meas) / meas
 
 
-def _event_time_s(card: str, cycles: float, mhz: float) -> float:
+def _event_time_s(card: str, cycles: float, mhz: float, queued: bool = False) -> float:
     """The event time of `cycles` at the measured clock `mhz`, by the card's launch model
-    (timing.results.event_time_s; configs/gpus/<card>.yaml launch_overhead_us, event_floor_us)."""
+    (timing.results.event_time_s; configs/gpus/<card>.yaml launch_overhead_us, event_floor_us; no
+    floor for launches timed `queued` behind a blocking kernel)."""
     from gpusim.config import load_gpu
     from gpusim.timing.results import event_time_s
 
-    return event_time_s(cycles, mhz, load_gpu(card))
+    return event_time_s(cycles, mhz, load_gpu(card), queued)
 
 
 def _rounded(fr: dict[str, float] | None) -> dict[str, float] | None:
@@ -469,7 +473,7 @@ def build_row(case: Case, warm: dict | None, cold: dict | None, rec: dict, ncu_r
         row.update({
             "predicted_cycles": cycles,
             # at the measured clock, then the card's launch model (overhead, floor)
-            "predicted_time_ms": _event_time_s(case.card, cycles, mhz) * 1e3,
+            "predicted_time_ms": _event_time_s(case.card, cycles, mhz, bool(rec["timing"].get("queued"))) * 1e3,
             "config_mhz": warm["clock_mhz"],
             "sampling_error_estimate": (warm.get("sampling") or {}).get("error_estimate"),
             "sim_wall_s": warm.get("_wall_s"),

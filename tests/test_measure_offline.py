@@ -346,6 +346,25 @@ def test_timing_stats_match_numpy():
     assert t["span_mean_ms"] == pytest.approx(np.mean(xs))
 
 
+def test_queued_timing_is_asked_for_recorded_and_passed_to_children(specs):
+    # `--queued`: the timed launches wait behind a blocking kernel (backend.CupyDevice.time_launches),
+    # the record says so (validate then applies no event floor), and each workload's child gets the flag
+    class QueuedFake(FakeDevice):
+        def time_launches(self, kernel, grid, block, shared, args, warmup, reps, queued=False):
+            self.queued = getattr(self, "queued", []) + [queued]
+            return super().time_launches(kernel, grid, block, shared, args, warmup, reps)
+
+    for argv, want in (([], False), (["--queued"], True)):
+        dev = QueuedFake({"_Zk": k_mm_rowmajor})
+        a = _args(argv=argv, reps=20, min_seconds=0.0)
+        rec = measure(dev, FakeCache("_Zk"), specs["mmC"], 64, a, None, {})
+        assert rec["error"] is None and dev.queued[-1] is want
+        assert rec["timing"]["queued"] is want and ("blocking kernel" in rec["timing"]["method"]) is want
+        from gpusim.measure.run import child_command
+        a.t_start = 0.0
+        assert ("--queued" in child_command(a, "mmC")) is want
+
+
 def test_record_validate_write_and_summary(tmp_path, specs):
     rec = measure(FakeDevice({"_Zk": k_mm_rowmajor}), FakeCache("_Zk"), specs["mmC"], 64,
                   _args(reps=50, min_seconds=0.0), None, {"host": "t"})

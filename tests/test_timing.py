@@ -152,6 +152,8 @@ def test_event_time_adds_the_launch_overhead_and_keeps_the_floor():
     h100 = load_gpu("h100")
     assert event_time_s(40e-6 * 1980e6, 1980.0, h100) == pytest.approx(41.6e-6)
     assert event_time_s(2e-6 * 1980e6, 1980.0, h100) == pytest.approx(10.1e-6)
+    # launches queued behind a blocking kernel (launch_floor2_h100.json): Nsight's duration + 1.44-1.73 us
+    assert event_time_s(2e-6 * 1980e6, 1980.0, h100, queued=True) == pytest.approx(3.6e-6)
     gtx970 = load_gpu("gtx970")
     assert gtx970.event_floor_us is None
     assert event_time_s(1000.0, gtx970.clock_mhz, gtx970) == pytest.approx(

@@ -72,8 +72,8 @@ def test_cache_state_per_case():
     case (both) is simulated twice, a timing-only case once (warm), a seed once (warm); the cache
     key tells the two apart."""
     cases = {(c.source, c.workload, c.size): c for c in V.list_cases("h100")}
-    small = cases[("small", "sgemm_maxas_64", 128)]
-    assert small.ncu_path == small.path and "/small/" in small.path
+    small = cases[("queued", "sgemm_maxas_64", 128)]  # event time from queued/, counters from small/
+    assert "/queued/" in small.path and "/small/" in small.ncu_path
     assert V.cache_states(small) == {"time": "warm", "ncu": "cold"}
     sims = V.simulations([small])
     assert [s.l2 for s in sims] == ["warm", "cold"] and V.cache_key(sims[0]) != V.cache_key(sims[1])
@@ -97,13 +97,20 @@ def _fake_sim(cycles, dram, stalls, **mem):
 
 def test_build_row_uses_warm_for_time_and_cold_for_ncu():
     case = next(c for c in V.list_cases("h100") if (c.workload, c.size) == ("simpleMultiply", 64))
-    rec = json.loads((REPO_ROOT / case.path).read_text())
+    assert case.source == "queued" and "/small/" in case.ncu_path
+    queued = json.loads((REPO_ROOT / case.path).read_text())
+    rec = json.loads((REPO_ROOT / case.ncu_path).read_text())  # host-paced event time and Nsight counters
     warm = _fake_sim(1000.0, 0, {"selected": 1.0, "wait": 1.0})
     cold = _fake_sim(3000.0, 1000, {"selected": 1.0, "lg_throttle": 3.0})
+    # the card's launch model: + launch_overhead_us 1.6 (h100.yaml); launches timed queued behind a
+    # blocking kernel have no floor
+    row_q = V.build_row(case, warm, cold, queued, rec)
+    assert queued["timing"]["queued"] and row_q["measured_time_ms"] == queued["timing"]["median_ms"]
+    assert math.isclose(row_q["predicted_time_ms"], (1000.0 / (row_q["measured_mhz"] * 1e6) + 1.6e-6) * 1e3)
+    # host-paced: never below event_floor_us 10.1
     row = V.build_row(case, warm, cold, rec, rec)
     mhz = row["measured_mhz"]
     assert row["time_cache_state"] == "warm" and row["ncu_cache_state"] == "cold"
-    # the card's launch model: + launch_overhead_us 1.6, never below event_floor_us 10.1 (h100.yaml)
     assert math.isclose(row["predicted_time_ms"], max(1000.0 / (mhz * 1e6) + 1.6e-6, 10.1e-6) * 1e3)
     ncu = rec["ncu"]["metrics"]
     assert math.isclose(row["cycles_error_pct_vs_ncu"],
@@ -162,9 +169,11 @@ def test_validate_tiny_subset_reports_its_figures(tmp_path, monkeypatch, capsys)
     for r in rows:
         exp = 100 * (r["predicted_time_ms"] - r["measured_time_ms"]) / r["measured_time_ms"]
         assert math.isclose(r["time_error_pct"], exp, rel_tol=1e-12)
-        # configs/gpus/h100.yaml: launch_overhead_us 1.6 added, never below event_floor_us 10.1
+        # configs/gpus/h100.yaml: launch_overhead_us 1.6 added, never below event_floor_us 10.1 where
+        # the host paced the timed launches (not where they were queued behind a blocking kernel)
         kernel_ms = r["predicted_cycles"] / (r["measured_mhz"] * 1e3)
-        assert math.isclose(r["predicted_time_ms"], max(kernel_ms + 1.6e-3, 10.1e-3), rel_tol=1e-9)
+        floor = 0.0 if r["source"] == "queued" else 10.1e-3
+        assert math.isclose(r["predicted_time_ms"], max(kernel_ms + 1.6e-3, floor), rel_tol=1e-9)
         assert math.isclose(r["measured_cycles"], r["measured_time_ms"] * r["measured_mhz"] * 1e3, rel_tol=1e-12)
         assert r["measured_warp_instructions"] is not None and r["measured_shared_bank_conflicts"] is not None
         assert r["measured_top_stalls"] and r["predicted_top_stalls"]

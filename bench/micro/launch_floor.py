@@ -6,7 +6,9 @@ Kernels: an empty one, and `spin`, whose threads wait until clock64() has advanc
 (N = 0 .. 160k; 1 CTA and 132 CTAs of 32 threads). For each case: the median and min event time
 over `reps` launches and, with --ncu, Nsight Compute's gpu__time_duration of the same launch.
 What it measures: the floor under a short kernel's event time (launches cannot come faster) and
-the gap a long kernel's event time adds to its duration. Usage:
+the gap a long kernel's event time adds to its duration. Each case is timed both ways the harness
+can (gpusim.measure.backend.CupyDevice.time_launches): host-paced (`median_ms`, ...) and queued
+behind a blocking kernel (`queued_median_ms`, ...), where the host's pace should not show. Usage:
     python3 bench/micro/launch_floor.py [--ncu] > out.json        (needs cupy and a GPU)
 """
 
@@ -43,12 +45,16 @@ def main():
         return 2
     import numpy as np
 
+    from gpusim.measure.backend import CupyDevice
+
+    device = CupyDevice()
     mod = cp.RawModule(code=SRC, options=("-arch=sm_90",))
     only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
     reps = 200
     out = {"gpu": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "reps": reps,
            "method": "events around each launch, enqueued back to back after 20 warm-up launches "
-                     "(as gpusim.measure.backend.time_launches)", "cases": {}}
+                     "(gpusim.measure.backend.time_launches); queued_*: the same, in batches behind a blocking "
+                     "kernel (time_launches(queued=True))", "cases": {}}
     for name, fn, grid, n in cases():
         if only is not None and name != only:
             continue
@@ -58,19 +64,11 @@ def main():
             k((grid,), (32,), args)
             cp.cuda.Device().synchronize()
             return 0
-        cp.cuda.Device().synchronize()
-        for _ in range(20):
-            k((grid,), (32,), args)
-        starts = [cp.cuda.Event() for _ in range(reps)]
-        ends = [cp.cuda.Event() for _ in range(reps)]
-        for s, e in zip(starts, ends):
-            s.record()
-            k((grid,), (32,), args)
-            e.record()
-        ends[-1].synchronize()
-        times = [cp.cuda.get_elapsed_time(s, e) for s, e in zip(starts, ends)]
-        out["cases"][name] = {"grid": grid, "spin_cycles": n, "median_ms": statistics.median(times),
-                              "min_ms": min(times), "p90_ms": sorted(times)[int(0.9 * reps)]}
+        row = out["cases"][name] = {"grid": grid, "spin_cycles": n}
+        for prefix, queued in (("", False), ("queued_", True)):
+            times, _ = device.time_launches((k, k), (grid,), (32,), 0, args, 20, reps, queued=queued)
+            row.update({prefix + "median_ms": statistics.median(times), prefix + "min_ms": min(times),
+                        prefix + "p90_ms": sorted(times)[int(0.9 * reps)]})
     if "--ncu" in sys.argv and shutil.which("ncu"):
         for name, *_ in cases():
             res = subprocess.run(["ncu", "--csv", "--page", "raw", "--clock-control", "none", "--metrics",

@@ -7,6 +7,13 @@ Timing (`time_launches`): each launch is bracketed by its own pair of CUDA event
 back to back behind the warm-up launches so the GPU never waits on the host between launches; the
 per-launch elapsed times are read after one final synchronize. The buffers are the same on every
 launch, so L2 is warm for sizes that fit in it (50 MB on H100).
+
+Launches cannot be enqueued faster than the host makes them (cupy from Python: one launch and two
+event records every 8-11 us on the H100 host, validation/h100/micro/launch_floor_h100.json), so a
+kernel shorter than that is timed by the host: its event time is the host's pace, which moved from
+10 us to 6 us between our runs. `queued` timing takes the host out: each batch of timed launches is
+enqueued behind a kernel that holds the GPU (one thread spinning on clock64()) for longer than the
+host needs to enqueue the batch, so the GPU finds them all waiting, as NVBench's blocking kernel does.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ class Device(Protocol):
     def launch(self, kernel: Any, grid: tuple, block: tuple, shared: int, args: tuple) -> None: ...
     def synchronize(self) -> None: ...
     def time_launches(self, kernel: Any, grid: tuple, block: tuple, shared: int, args: tuple,
-                      warmup: int, reps: int) -> tuple[list[float], float]: ...
+                      warmup: int, reps: int, queued: bool = False) -> tuple[list[float], float]: ...
     def release(self) -> None: ...
 
 
@@ -83,8 +90,13 @@ class CupyDevice:
     def synchronize(self) -> None:
         self.cp.cuda.Device().synchronize()
 
-    def time_launches(self, kernel, grid, block, shared, args, warmup, reps):
-        """(per-launch ms list, ms from first start to last end): `warmup` untimed launches, then `reps` timed."""
+    QUEUE_BATCH = 64  # timed launches enqueued behind one blocking kernel
+    BLOCK_CYCLES = 8_000_000  # its spin: 4 ms at 1980 MHz, against ~0.7 ms to enqueue a batch
+
+    def time_launches(self, kernel, grid, block, shared, args, warmup, reps, queued=False):
+        """(per-launch ms list, ms from first start to last end, summed over batches when `queued`):
+        `warmup` untimed launches, then `reps` timed; `queued`: in batches behind a blocking kernel
+        (see the module's docstring)."""
         Event, kernel = self.cp.cuda.Event, kernel[0]
         grid, block, shared = tuple(grid), tuple(block), int(shared)
         self.synchronize()
@@ -92,13 +104,26 @@ class CupyDevice:
             kernel(grid, block, args, shared_mem=shared)
         starts = [Event() for _ in range(reps)]
         ends = [Event() for _ in range(reps)]
-        for s, e in zip(starts, ends):
-            s.record()
-            kernel(grid, block, args, shared_mem=shared)
-            e.record()
-        ends[-1].synchronize()
-        elapsed = self.cp.cuda.get_elapsed_time
-        return [float(elapsed(s, e)) for s, e in zip(starts, ends)], float(elapsed(starts[0], ends[-1]))
+        batch = self.QUEUE_BATCH if queued else reps
+        elapsed, span = self.cp.cuda.get_elapsed_time, 0.0
+        for first in range(0, reps, batch):
+            last = min(reps, first + batch) - 1
+            if queued:
+                self._blocker()((1,), (1,), (np.int64(self.BLOCK_CYCLES),))
+            for s, e in zip(starts[first:last + 1], ends[first:last + 1]):
+                s.record()
+                kernel(grid, block, args, shared_mem=shared)
+                e.record()
+            ends[last].synchronize()
+            span += float(elapsed(starts[first], ends[last]))
+        return [float(elapsed(s, e)) for s, e in zip(starts, ends)], span
+
+    def _blocker(self):
+        if "_blocker" not in self._modules:
+            src = 'extern "C" __global__ void gpusim_blocker(long long cycles) {' \
+                  ' long long t0 = clock64(); while (clock64() - t0 < cycles) { } }'
+            self._modules["_blocker"] = self.cp.RawModule(code=src).get_function("gpusim_blocker")
+        return self._modules["_blocker"]
 
     def release(self) -> None:
         """Return pooled device memory (before the next size, and before an ncu child runs)."""

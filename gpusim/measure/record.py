@@ -39,15 +39,22 @@ def percentile(sorted_vals: list[float], q: float) -> float:
     return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (pos - lo)
 
 
-def timing_stats(all_ms: list[float], span_ms: float | None, warmup: int, flops: float | None) -> dict:
-    """Order statistics of per-launch times (ms) and GFLOP/s at the median."""
+HOST_PACED = "CUDA event pair per launch, launches back to back after warm-ups, same buffers (warm L2)"
+QUEUED = ("CUDA event pair per launch, launches back to back after warm-ups, same buffers (warm L2), "
+          "enqueued in batches of 64 behind a blocking kernel (queued: the host does not pace them)")
+
+
+def timing_stats(all_ms: list[float], span_ms: float | None, warmup: int, flops: float | None,
+                 queued: bool = False) -> dict:
+    """Order statistics of per-launch times (ms) and GFLOP/s at the median; `queued`: how they were
+    timed (gpusim.measure.backend)."""
     s = sorted(all_ms)
     med = statistics.median(s)
     return {"reps": len(s), "warmup": warmup, "median_ms": med, "min_ms": s[0], "max_ms": s[-1],
             "p10_ms": percentile(s, 10), "p90_ms": percentile(s, 90), "mean_ms": statistics.fmean(s),
             "span_mean_ms": span_ms / len(s) if span_ms else None,
             "gflops": flops / (med * 1e-3) / 1e9 if flops and med > 0 else None,
-            "method": "CUDA event pair per launch, launches back to back after warm-ups, same buffers (warm L2)",
+            "method": QUEUED if queued else HOST_PACED, "queued": bool(queued),
             "all_ms": [round(x, 6) for x in all_ms]}
 
 

@@ -37,6 +37,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--workloads", default=None, help="comma-separated names or spec paths (default: all)")
     p.add_argument("--sizes-from", default="spec", help="'spec' (spec sizes in the measurement window) or N,N,...")
     p.add_argument("--reps", type=int, default=50, help="timed launches, at least (0: no timing)")
+    p.add_argument("--queued", action="store_true",
+                   help="time the launches in batches queued behind a blocking kernel, so that the host's launch "
+                        "rate does not pace short kernels (gpusim.measure.backend)")
     p.add_argument("--warmup", type=int, default=5, help="untimed launches before timing, at least ...")
     p.add_argument("--warmup-seconds", type=float, default=0.1, help="... and at least this long (clocks ramp up)")
     p.add_argument("--min-seconds", type=float, default=0.2, help="time at least this long (more reps) ...")
@@ -128,9 +131,12 @@ def measure(device, cache, wl, n: int, args, sampler, env: dict) -> dict:
             warm = max(1, min(args.max_reps, math.ceil(args.warmup_seconds * 1e3 / est)))
             reps = max(args.reps, min(args.max_reps, math.ceil(args.min_seconds * 1e3 / est)))
             t0 = time.monotonic()
-            all_ms, span = device.time_launches(kernel, grid, block, shared, launchable.args, warm, reps)
+            if args.queued:
+                all_ms, span = device.time_launches(kernel, grid, block, shared, launchable.args, warm, reps, queued=True)
+            else:
+                all_ms, span = device.time_launches(kernel, grid, block, shared, launchable.args, warm, reps)
             t1 = time.monotonic()
-            rec["timing"] = record.timing_stats(all_ms, span, args.warmup + 3 + warm, rec["flops"])
+            rec["timing"] = record.timing_stats(all_ms, span, args.warmup + 3 + warm, rec["flops"], queued=args.queued)
             # clocks over the timed launches: the window starts when the warm-up should have ended
             rec["clocks"] = sampler.window(min(t1, t0 + warm * est * 1e-3), t1) if sampler else None
     except Exception as exc:  # recorded, and the run goes on with the next size
@@ -216,7 +222,8 @@ def child_command(args, token: str) -> list[str]:
            "--sizes-from", args.sizes_from, "--reps", str(args.reps), "--warmup", str(args.warmup),
            "--min-seconds", str(args.min_seconds), "--warmup-seconds", str(args.warmup_seconds), "--max-reps", str(args.max_reps), "--seed", str(args.seed),
            "--max-gib", str(args.max_gib), "--cache-dir", str(cache_for(args).directory)]
-    return cmd + (["--no-check"] if args.no_check else []) + (["--nvcc", args.nvcc] if args.nvcc else [])
+    return cmd + (["--no-check"] if args.no_check else []) + (["--queued"] if args.queued else []) + \
+        (["--nvcc", args.nvcc] if args.nvcc else [])
 
 
 def remaining(args) -> float:

@@ -9,14 +9,15 @@ from gpusim.timing.stalls import REASONS
 RESULT_SCHEMA_VERSION = 1
 
 
-def event_time_s(cycles: float, clock_mhz: float, cfg) -> float:
+def event_time_s(cycles: float, clock_mhz: float, cfg, queued: bool = False) -> float:
     """A launch's CUDA-event time (validation harness: every launch between its own pair of events,
     launched back to back): the kernel's cycles at `clock_mhz` plus the card's `launch_overhead_us`,
-    and never below its `event_floor_us`. H100 (validation/h100/micro/launch_floor_h100.json): a
-    kernel spinning 12-81 us takes its Nsight duration + 1.50-1.66 us; kernels of 2.2-4.4 us take
-    9.6-11.4 us (launches do not come faster)."""
+    and, where the host paces the launches, never below its `event_floor_us`. H100
+    (validation/h100/micro/launch_floor_h100.json): a kernel spinning 12-81 us takes its Nsight
+    duration + 1.50-1.66 us; kernels of 2.2-4.4 us take 9.6-11.4 us (launches do not come faster).
+    `queued`: timed behind a blocking kernel (gpusim.measure.backend), where the host sets no floor."""
     t = cycles / (clock_mhz * 1e6) + cfg.launch_overhead_us * 1e-6
-    return max(t, cfg.event_floor_us * 1e-6) if cfg.event_floor_us else t
+    return max(t, cfg.event_floor_us * 1e-6) if cfg.event_floor_us and not queued else t
 
 
 class PcStalls(BaseModel):

@@ -11,7 +11,8 @@ exceeds 5%. Results are appended to bench/results/sampled_counters.json run by r
 runs already there: a crash loses nothing); the table is printed at the end with a one-line summary.
 Detailed runs take 15-40 s each at n = 1024 (GPUSIM_WORKERS=1 unless set: one core).
 
-    python bench/sampled_counters.py [--sizes 1024[,512]] [--only dgemm_unroll:h100[,...]] [--only-table]
+    python bench/sampled_counters.py [--sizes 1024[,512]] [--only dgemm_unroll:h100[,...]] [--redo sampled]
+                                     [--only-table]
     python bench/sampled_counters.py --one dgemm_unroll h100 1024 sampled     (one run, JSON on stdout)
 """
 
@@ -133,6 +134,8 @@ def main(argv=None) -> None:
     ap.add_argument("--sizes", type=_sizes, default=[1024], help="sizes, comma-separated (default 1024)")
     ap.add_argument("--only", type=_cases, default=None, help="workload:card[,workload:card...] (default: all)")
     ap.add_argument("--only-table", action="store_true", help="print the table of the results kept, run nothing")
+    ap.add_argument("--redo", choices=MODES, default=None,
+                    help="run this mode again where results are kept (e.g. sampled, after a change to it)")
     ap.add_argument("--one", nargs=4, metavar=("WORKLOAD", "CARD", "N", "MODE"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
@@ -157,7 +160,7 @@ def main(argv=None) -> None:
             for name, card in cases:
                 key = f"{name}:{card}:{n}"
                 for mode in MODES:
-                    if mode in results.get(key, {}):
+                    if mode in results.get(key, {}) and mode != args.redo:
                         continue
                     results.setdefault(key, {})[mode] = measure(name, card, n, mode)
                     RESULTS.parent.mkdir(parents=True, exist_ok=True)

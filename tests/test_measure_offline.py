@@ -208,7 +208,7 @@ class FakeDevice:
     def synchronize(self):
         pass
 
-    def time_launches(self, kernel, grid, block, shared, args, warmup, reps):
+    def time_launches(self, kernel, grid, block, shared, args, warmup, reps, queued=False):
         times = [0.5 + 0.01 * (i % 7) for i in range(reps)]
         return times, sum(times)
 

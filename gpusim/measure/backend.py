@@ -18,6 +18,7 @@ host needs to enqueue the batch, so the GPU finds them all waiting, as NVBench's
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Protocol
 
 import numpy as np
@@ -109,7 +110,7 @@ class CupyDevice:
         for first in range(0, reps, batch):
             last = min(reps, first + batch) - 1
             if queued:
-                self._blocker()((1,), (1,), (np.int64(self.BLOCK_CYCLES),))
+                self._blocker((1,), (1,), (np.int64(self.BLOCK_CYCLES),))
             for s, e in zip(starts[first:last + 1], ends[first:last + 1]):
                 s.record()
                 kernel(grid, block, args, shared_mem=shared)
@@ -118,12 +119,12 @@ class CupyDevice:
             span += float(elapsed(starts[first], ends[last]))
         return [float(elapsed(s, e)) for s, e in zip(starts, ends)], span
 
+    @functools.cached_property
     def _blocker(self):
-        if "_blocker" not in self._modules:
-            src = 'extern "C" __global__ void gpusim_blocker(long long cycles) {' \
-                  ' long long t0 = clock64(); while (clock64() - t0 < cycles) { } }'
-            self._modules["_blocker"] = self.cp.RawModule(code=src).get_function("gpusim_blocker")
-        return self._modules["_blocker"]
+        """The blocking kernel: one thread spinning on clock64() for its argument's cycles."""
+        src = 'extern "C" __global__ void gpusim_blocker(long long cycles) {' \
+              ' long long t0 = clock64(); while (clock64() - t0 < cycles) { } }'
+        return self.cp.RawModule(code=src).get_function("gpusim_blocker")
 
     def release(self) -> None:
         """Return pooled device memory (before the next size, and before an ncu child runs)."""

@@ -131,10 +131,8 @@ def measure(device, cache, wl, n: int, args, sampler, env: dict) -> dict:
             warm = max(1, min(args.max_reps, math.ceil(args.warmup_seconds * 1e3 / est)))
             reps = max(args.reps, min(args.max_reps, math.ceil(args.min_seconds * 1e3 / est)))
             t0 = time.monotonic()
-            if args.queued:
-                all_ms, span = device.time_launches(kernel, grid, block, shared, launchable.args, warm, reps, queued=True)
-            else:
-                all_ms, span = device.time_launches(kernel, grid, block, shared, launchable.args, warm, reps)
+            all_ms, span = device.time_launches(kernel, grid, block, shared, launchable.args, warm, reps,
+                                                queued=args.queued)
             t1 = time.monotonic()
             rec["timing"] = record.timing_stats(all_ms, span, args.warmup + 3 + warm, rec["flops"], queued=args.queued)
             # clocks over the timed launches: the window starts when the warm-up should have ended

@@ -139,9 +139,16 @@ class GPU:
         if el is not None and shift >= 5:
             sec = el.load_sectors32 >> np.uint64(shift - 5)  # ascending, so distinct = changes + 1
             return int(np.count_nonzero(sec[1:] != sec[:-1])) + 1 if len(sec) else 0
+        return self._distinct_sectors(GLOAD)
+
+    def _distinct_sectors(self, kind: int) -> int:
+        """Distinct sectors touched by the traced records of `kind` (GLOAD or GSTORE)."""
         rec = self.trace.records
-        rows = rec["mem_row"][(self._record_kinds == GLOAD) & (rec["mem_row"] >= 0)]
-        return len(distinct_sectors(np.where(self._exec_lanes(rows), self.trace.addresses[rows], np.uint64(0)), shift))
+        rows = rec["mem_row"][(self._record_kinds == kind) & (rec["mem_row"] >= 0)]
+        if not len(rows):
+            return 0
+        addresses = np.where(self._exec_lanes(rows), self.trace.addresses[rows], np.uint64(0))
+        return len(distinct_sectors(addresses, self._sector_shift))
 
     def _access_sectors(self) -> tuple[float, float, float]:
         """The sectors the traced CTAs' global accesses touch, each record weighted by the executions
@@ -281,7 +288,7 @@ class GPU:
             return
         per_traced = total / max(1, n_traced)
         reads_per_sector = self._load_sectors_touched() * per_traced * sb / inputs
-        written = self._store_sectors_touched() * per_traced * sb
+        written = self._distinct_sectors(GSTORE) * per_traced * sb
         if reads_per_sector >= 2 or inputs + written <= capacity:
             self._warm(memory, share)
             return
@@ -290,15 +297,6 @@ class GPU:
         n = min(memory.dirty_capacity, int(left / per_traced) // sb)
         base = 1 << 58  # sector numbers no buffer has (addresses past 2^63)
         memory.warm(range(base, base + n), [True] * n)
-
-    def _store_sectors_touched(self) -> int:
-        """Distinct sectors written by the global stores of the traced CTAs."""
-        rec = self.trace.records
-        rows = rec["mem_row"][(self._record_kinds == GSTORE) & (rec["mem_row"] >= 0)]
-        if not len(rows):
-            return 0
-        return len(distinct_sectors(np.where(self._exec_lanes(rows), self.trace.addresses[rows], np.uint64(0)),
-                                    self._sector_shift))
 
     def _simulate(self, sms, ctas, occ):
         """Run `ctas` on `sms` (the dispatcher fills SMs round robin, then refills as CTAs finish)."""

@@ -209,3 +209,20 @@ def test_rankings_and_kendall():
     assert len(rk) == 1 and rk[0]["match"] is False and rk[0]["kendall_tau"] == -1.0
     rows[1]["predicted_time_ms"] = 3.0
     assert V.rankings(rows)[0]["match"] is True
+
+
+def test_stall_distance_does_not_depend_on_the_hash_seed():
+    # summed over a set of reason names, the last bit moved with PYTHONHASHSEED: validate's rows did
+    # not replay bit-identically from one process to the next
+    import os
+    import subprocess
+    import sys
+
+    code = ("from gpusim.measure.compare import stall_distance;"
+            "sim = {f'r{i}': (i * 0.137) % 0.1 for i in range(19)};"
+            "ncu = {f'r{i}': (i * 0.291) % 0.1 for i in range(5, 24)};"
+            "print(repr(stall_distance(sim, ncu)))")
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout
+            for seed in range(8)}
+    assert len(outs) == 1, outs

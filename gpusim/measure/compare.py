@@ -68,7 +68,7 @@ def stall_distance(sim: dict[str, float] | None, ncu: dict[str, float] | None) -
     when either side has no fractions."""
     if not sim or not ncu:
         return None
-    return 0.5 * sum(abs(sim.get(r, 0.0) - ncu.get(r, 0.0)) for r in set(sim) | set(ncu))
+    return 0.5 * sum(abs(sim.get(r, 0.0) - ncu.get(r, 0.0)) for r in sorted(set(sim) | set(ncu)))
 
 
 def top_reason(fracs: dict[str, float] | None) -> str | None:

@@ -286,3 +286,20 @@ def test_a_store_holds_its_lsu_slot_until_l2_takes_it():
     start, done = q.access(50.0, 1, [q])
     assert start == 100.0 and done == 101.0
     assert q.full_until(60.0) == 100.0  # both slots held: the first frees at 100
+
+
+def test_sampled_counters_bad_flags_are_one_line():
+    """bench/sampled_counters.py (issue 12 item 4): a bad size, case, mode or size the workload does not
+    take is one line naming the flag, exit 2, before anything runs."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = str(Path(__file__).resolve().parents[1] / "bench/sampled_counters.py")
+    for argv, said in ((["--sizes", "x"], "--sizes"), (["--sizes", "-4"], "--sizes"),
+                       (["--only", "dgemm_unroll:m2090"], "--only"), (["--redo", "both"], "--redo"),
+                       (["--one", "dgemm_unroll", "h100", "n", "sampled"], "--one"),
+                       (["--sizes", "100"], "--sizes")):
+        r = subprocess.run([sys.executable, script, *argv], capture_output=True, text=True)
+        assert r.returncode == 2 and r.stdout == "" and len(r.stderr.strip().splitlines()) == 1, (argv, r.stderr)
+        assert said in r.stderr, (argv, r.stderr)

@@ -47,15 +47,12 @@ def test_sampled_within_two_percent_of_detailed(name, card, n):
 # re-fetches. Since stores allocate in L2 (gpusim/timing/mem/l2.py), the GTX 970's 1.75 MB L2 holds
 # the output tiles too and detailed mode re-reads inputs (3.1 MB against 1.6 MB compulsory): the
 # estimate is 48% low there. Issue 12 item 4 (sampled counters within 5%) is open.
-# Where the inputs fit in L2, sampled mode's DRAM reads are the compulsory traffic (within 1.5% of
-# detailed mode on the cases here). Where they do not (the GTX 970's 1.75 MB L2 and 2 MB of inputs at
-# n=512), the estimate is the simulated SMs' own traffic scaled up, which cannot see the whole grid's
-# capacity pressure: -44% on sgemm_maxas_128 (detailed mode re-reads inputs), +43% on sgemm_maxas_64
-# (the simulated SMs' misses run ahead of the compulsory share). Issue 12 item 4 is open.
-_COUNTER_GAP = pytest.mark.xfail(strict=True, reason="sampled DRAM estimate for inputs larger than L2 (issue 12 item 4)")
-COUNTER_CASES = [pytest.param(*c, marks=_COUNTER_GAP) if c in (("sgemm_maxas_128", "gtx970", 512),
-                                                                ("sgemm_maxas_64", "gtx970", 512)) else c
-                 for c in PLAIN_CASES]
+# Sampled mode's DRAM reads and write-backs from a cold L2 are the grid's, replayed wave by wave from
+# the CTAs' footprints (gpusim/timing/mem/grid.py). Where the inputs do not fit in L2 (the GTX 970's
+# 1.75 MB and 2 MB of inputs at n=512), the simulated SMs' own traffic scaled up was -44% on
+# sgemm_maxas_128 and +43% on sgemm_maxas_64 against detailed mode (these two were strict xfails);
+# the waves give 0.0% and -1.5%.
+COUNTER_CASES = PLAIN_CASES
 
 
 @pytest.mark.parametrize("name,card,n", COUNTER_CASES, ids=[f"{a}-{b}-{c}" for a, b, c in PLAIN_CASES])

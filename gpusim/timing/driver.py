@@ -119,16 +119,39 @@ def time_emulated(emu, wl, cfg, size: int, mode: str = "detailed", honour_contro
     # loop's iterations differ in length or their addresses do not advance by a fixed stride),
     # the full trace is built and timed
     keep = (KEEP_HEAD, KEEP_TAIL) if mode == "sampled" else None
+    # (the grid's waves give a cold L2's DRAM traffic: a warm run does not use them)
+    grid = grid_footprint(emu, wl, cfg, size) if mode == "sampled" and cfg.memory.l2.initial != "warm" else None
     while True:
         trace = DynamicTrace.from_emulator(emu, workload=wl.name, size=size, keep_loop=keep)
         try:
             return simulate(emu.program, trace, cfg, workload=wl.name, size=size,
                             honour_control_codes=honour_control_codes, window=window, mode=mode,
-                            footprint_bytes=input_bytes(wl, size))
+                            footprint_bytes=input_bytes(wl, size), grid=grid)
         except TraceTooShort:
             if trace.elision is None:
                 raise
             keep = None
+
+
+def grid_footprint(emu, wl, cfg, size: int):
+    """Sampled mode's footprints of the whole grid (`gpusim.timing.mem.grid`), from the emulated CTAs
+    and, where they are not among them, the CTAs one step along each grid dimension (emulated here,
+    for their addresses only); None where the footprints do not move rigidly with the block index."""
+    import numpy as np
+
+    from gpusim.emu.run import emulate
+    from gpusim.timing.mem.grid import GridFootprint, access_kinds
+    from gpusim.trace.footprint import cta_footprints
+
+    grid = emu.launch.grid
+    kinds = access_kinds(emu.program, cfg)
+    footprints = cta_footprints(emu, kinds)
+    units = {int(np.prod(grid[:d])) for d in range(3) if grid[d] > 1}
+    extra = sorted(units - set(emu.ctas))
+    if extra:
+        more, _ = emulate(wl, cfg.arch, size, ctas=extra)
+        footprints.update(cta_footprints(more, kinds))
+    return GridFootprint.fit(footprints, kinds, grid)
 
 
 def streams(cfg, mode: str, window) -> bool:

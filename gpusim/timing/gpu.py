@@ -29,7 +29,7 @@ class GPU:
     engine = "compiled"
 
     def __init__(self, program, trace, cfg, honour_control_codes: bool | None = None, window=None,
-                 mode: str = "detailed", footprint_bytes: int | None = None):
+                 mode: str = "detailed", footprint_bytes: int | None = None, grid=None):
         if trace.header["arch"] != cfg.arch:
             raise GpusimError(f"trace is for {trace.header['arch']} but GPU '{cfg.card}' runs {cfg.arch} code")
         self.program, self.trace, self.cfg = program, trace, cfg
@@ -63,6 +63,8 @@ class GPU:
         self.own_queues: dict[int, list[int]] | None = None  # sampled mode: per simulated SM
         self.mode = mode
         self.footprint_bytes = footprint_bytes  # bytes of the input buffers (sampled mode's DRAM estimate)
+        self.grid_footprint = grid  # sampled mode: the whole grid's footprints (mem/grid.py), or None
+        self.grid_traffic = None  # sampled mode, cold L2: (DRAM bytes read, written back) of the grid's waves
         # timeline recording window: (first cycle, last cycle, set of CTA ids or None), or None for no timeline
         self.window = None if window is None else (window[0], window[1], None if window[2] is None else set(window[2]))
         self.records_stream = None  # detailed mode's records made as the run needs them (compiled/stream.py), else None
@@ -123,14 +125,34 @@ class GPU:
         self._sector_start.append(len(self._sector_list))
         return len(self._sector_start) - 2
 
-    def _dram_fraction(self, active: int) -> float | None:
-        """Sampled mode: (input footprint / busy SMs) / distinct sectors this SM loads."""
-        if not self.footprint_bytes:
-            return None
+    def _dram_fraction(self, active: int, traced: float) -> float | None:
+        """Sampled mode: the share of the simulated SMs' L2 misses that move DRAM bytes: their part of
+        the grid's DRAM reads over the distinct sectors they load. Their part is the traced CTAs' share
+        (`traced`) of the grid's waves' reads (`_grid_traffic`), else that of their SMs (1 / `active`)
+        of the input footprint (read once)."""
         n = self._load_sectors_touched()
         if not n:
             return None
+        if self.grid_traffic is not None:
+            return min(1.0, self.grid_traffic[0] / self.cfg.memory.l1.sector_bytes * traced / n)
+        if not self.footprint_bytes:
+            return None
         return min(1.0, self.footprint_bytes / self.cfg.memory.l1.sector_bytes / active / n)
+
+    def _grid_traffic(self, occ, active: int) -> tuple[int, int] | None:
+        """Sampled mode from a cold L2: (DRAM bytes read, bytes written back during the kernel) of the
+        whole grid, replayed wave by wave from its footprints (mem/grid.py), or None without them."""
+        fp = self.grid_footprint
+        if fp is None or self.cfg.memory.l2.initial == "warm":
+            return None
+        from gpusim.timing.mem.grid import waves
+
+        l2, sb = self.cfg.memory.l2, self.cfg.memory.l1.sector_bytes
+        sectors = (lambda b: None if b is None else int(b) // sb)
+        reads, writes = waves(fp, self._grid_ctas(), active * max(1, occ.ctas_per_sm),
+                              sectors(l2.effective_size_bytes or l2.size_bytes), sectors(l2.dirty_limit_bytes),
+                              sectors(l2.dirty_reach_bytes))
+        return reads * sb, writes * sb
 
     def _load_sectors_touched(self) -> int:
         """Distinct sectors read by the global loads of the traced CTAs, including any loop iterations
@@ -330,7 +352,8 @@ class GPU:
         g = len({c % cfg.sm_count for c in ctas})
         memory = MemorySystem(cfg, cfg.clock_mhz, share=g / active, dirty_share=len(ctas) / total, track_stores=True,
                               reach_rule=False)  # (see MemorySystem: the reach is detailed mode's)
-        memory.dram_fraction = self._dram_fraction(active / g)
+        self.grid_traffic = self._grid_traffic(occ, active)
+        memory.dram_fraction = self._dram_fraction(active / g, len(ctas) / total)
         self._warm_sampled(memory, len(ctas), total)
         if self.engine == "compiled" and self.window is None:
             from gpusim.timing.compiled.sampled import run_sampled
@@ -381,7 +404,13 @@ class GPU:
         out["dram_write_bytes"] = min(round(memory["dram_write_bytes"] * scale), round(stored * scale))
         out["dram_bytes"] = out["dram_read_bytes"] + out["dram_write_bytes"]
         l2 = self.cfg.memory.l2
-        if self.footprint_bytes and self.footprint_bytes <= (l2.effective_size_bytes or l2.size_bytes):
+        if self.grid_traffic is not None:
+            # the grid's waves (mem/grid.py): detailed mode's reads and write-backs where the CTAs of a
+            # wave run in step (dgemm_unroll gtx970 1024: both to the byte), which the simulated SMs'
+            # own traffic scaled up cannot give (their L2 does not see the other SMs': -26% there)
+            out["dram_read_bytes"], out["dram_write_bytes"] = self.grid_traffic
+            out["dram_bytes"] = out["dram_read_bytes"] + out["dram_write_bytes"]
+        elif self.footprint_bytes and self.footprint_bytes <= (l2.effective_size_bytes or l2.size_bytes):
             # inputs that fit in L2 come from DRAM once (a cold L2), or not at all (warm): the grid's
             # compulsory traffic, which detailed mode shows on every such case of tests/test_sampling.py
             # (within 1.5%; the simulated SMs' own traffic scaled up was off by up to +75%)
@@ -611,7 +640,7 @@ def sector_deltas(starts, sectors) -> tuple[np.ndarray, np.ndarray]:
 
 def simulate(program, trace, cfg, workload: str | None = None, size: int | None = None,
              honour_control_codes: bool | None = None, window=None, mode: str = "detailed",
-             footprint_bytes: int | None = None) -> SimResult:
+             footprint_bytes: int | None = None, grid=None) -> SimResult:
     """Time `trace` of `program` on `cfg`. `window` = (first cycle, last cycle, CTA ids or None)
     records a timeline of issue and stall slices for those CTAs and cycles (for `gpusim viz`)."""
-    return GPU(program, trace, cfg, honour_control_codes, window, mode, footprint_bytes).run(workload, size)
+    return GPU(program, trace, cfg, honour_control_codes, window, mode, footprint_bytes, grid).run(workload, size)

@@ -12,8 +12,8 @@
   the kernel's end stays in L2 (Nsight counts no write-back after the kernel).
 - Dirty data are also written back once they fall out of the `dirty_reach_bytes` most recently
   reused sectors (stores, and loads that hit L2: data kernels read again, not first reads): an LRU
-  order that only stores and L2 hits enter. Detailed mode only (sampled mode's few SMs cannot see
-  the grid's reuse order). H100 (validation/h100/micro/dram_writes_h100.json): a kernel writing its
+  order that only stores and L2 hits enter. Detailed mode only: sampled mode's few SMs cannot see
+  the grid's reuse order, and its DRAM counters come from the grid's waves instead (`grid.py`). H100 (validation/h100/micro/dram_writes_h100.json): a kernel writing its
   output chunk by chunk while the whole grid re-reads an input of H MiB keeps about 26.9 MiB - H of
   it dirty (W = 16, H = 16: 5.5 MiB written back; W = 32, H = 16: 20.6), as a naive GEMM does;
   outputs written after the inputs were read stay (read R, then write 8-16 MiB: < 0.2 MiB written

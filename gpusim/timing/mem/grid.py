@@ -1,0 +1,178 @@
+"""The grid's DRAM traffic from its CTAs' footprints, wave by wave (sampled mode's cold counters).
+
+Sampled mode simulates a few SMs, whose L2 cannot see what the rest of the grid does to it: whether
+an input comes from DRAM once or again (the L2 lost it between two waves of CTAs), and whether an
+output is written back during the kernel (later waves pushed it out) or stays dirty in L2. Both
+depend on the grid's order, so this module replays the grid at the level of footprints:
+
+- **Footprints for the whole grid.** Each emulated CTA's footprint (`gpusim.trace.footprint`) is,
+  per global load or store instruction and warp, a set of sectors (one instruction may read A in
+  some warps and B in others, as maxas's SGEMM does). A GEMM, transpose or copy moves each set rigidly with the block index (`base + blockIdx . stride`, a stride per
+  instruction and grid dimension): the strides come from CTA 0 and the CTAs one step along each
+  grid dimension, and every other emulated CTA must agree, else there is no grid model (None) and
+  the caller keeps its per-SM estimate.
+- **Waves.** CTAs launch in id order, `slots` (busy SMs x CTAs per SM) at a time; the model takes
+  them in waves of `slots` that run side by side. (CTAs of one GEMM wave step through K in near
+  lockstep: detailed mode's DRAM reads on dgemm_unroll gtx970 1024 are the sum of its 5 waves'
+  footprints to the sector.)
+- **Reads.** A wave reads from DRAM the sectors of its footprint that the L2 does not hold when it
+  starts: the L2 holds the sectors of the latest whole waves that fit in `capacity` together (loads
+  and stores; each sector counted in the wave that touched it last). A wave that does not fit leaves
+  nothing the next wave reads: that one reads in the same order, an LRU's worst case. (dgemm_naive_coalesced
+  h100 2048: 1056 CTAs a wave touch 34 MiB of inputs and 2 MiB of outputs, just over the 36 MiB the
+  L2 holds, so each of the 16 waves reads B again: 545 MiB, as Nsight measures; sampled mode's SMs
+  gave 483.)
+- **Write-backs**, the three rules `mem/l2.py` applies sector by sector, applied to each wave's
+  outputs (written at its end, oldest first): a wave's output sector is written back before the
+  kernel ends if after it more than `dirty_limit` sectors are stored, or more than `reach`
+  distinct reused sectors (stores, and loads that hit L2: read by two CTAs of a wave, or found from
+  an earlier wave) are touched, or more than `capacity` distinct sectors in all.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+LOAD, STORE = 1, 2
+
+
+def access_kinds(program, cfg) -> np.ndarray:
+    """Per instruction index: LOAD for a global load, STORE for a global store, else 0 (timing.static's kinds)."""
+    from gpusim.timing.static import GLOAD, GSTORE, static_info
+
+    return np.array([LOAD if s.kind == GLOAD else STORE if s.kind == GSTORE else 0 for s in static_info(program, cfg)],
+                    dtype=np.int8)
+
+
+def block_index(ctas: np.ndarray, grid) -> np.ndarray:
+    """(n, 3) block indices of linear CTA ids (x fastest)."""
+    gx, gy = grid[0], grid[1]
+    return np.stack([ctas % gx, (ctas // gx) % gy, ctas // (gx * gy)], axis=1)
+
+
+class GridFootprint:
+    """Every CTA's footprint as CTA 0's moved by the block index (see the module docstring)."""
+
+    def __init__(self, base: dict, strides: dict, kinds: dict, grid):
+        self.base, self.strides, self.kinds, self.grid = base, strides, kinds, tuple(grid)
+
+    @classmethod
+    def fit(cls, footprints: dict, kind_of_pc, grid) -> "GridFootprint | None":
+        """From {(cta, instruction, warp): sectors} of the emulated CTAs; None where the sets do not
+        move rigidly. Sets that move alike (same kind, same strides) are kept as one."""
+        ctas = sorted({c for c, _, _ in footprints})
+        if 0 not in ctas:
+            return None
+        keys = sorted({(p, w) for _, p, w in footprints})
+        units = {d: int(np.prod(grid[:d])) for d in range(3) if grid[d] > 1}  # CTA one step along d
+        if any(u not in ctas for u in units.values()):
+            return None
+        empty = np.zeros(0, np.uint64)
+        moving = {}  # (kind, strides) -> CTA 0's sets that move so
+        for p, w in keys:
+            s0 = footprints.get((0, p, w), empty).astype(np.int64)
+            if not len(s0):
+                return None
+            stride = np.zeros(3, np.int64)
+            for d, u in units.items():
+                su = footprints.get((u, p, w), empty)
+                if len(su) != len(s0):
+                    return None
+                stride[d] = int(su[0]) - int(s0[0])
+            for c in ctas:  # every emulated CTA must be where the strides put it
+                sc = footprints.get((c, p, w), empty)
+                at = int(block_index(np.array([c]), grid)[0] @ stride)
+                if len(sc) != len(s0) or not np.array_equal(sc.astype(np.int64), s0 + at):
+                    return None
+            moving.setdefault((int(kind_of_pc[p]), tuple(stride.tolist())), []).append(s0)
+        base = {key: _unique(np.concatenate(sets)) for key, sets in moving.items()}
+        return cls(base, {key: np.array(key[1], np.int64) for key in base}, {key: key[0] for key in base}, grid)
+
+    def sectors(self, ctas: np.ndarray, kind: int) -> tuple[np.ndarray, np.ndarray]:
+        """Distinct sectors the CTAs' accesses of `kind` touch, and how many (CTA, instruction)
+        footprints touch each."""
+        bidx = block_index(ctas, self.grid)
+        parts, weights = [], []
+        for p, s0 in self.base.items():
+            if self.kinds[p] != kind:
+                continue
+            offsets, counts = np.unique(bidx @ self.strides[p], return_counts=True)
+            parts.append((s0[None, :] + offsets[:, None]).ravel())
+            weights.append(np.repeat(counts, len(s0)))
+        if not parts:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        secs, weights = np.concatenate(parts), np.concatenate(weights)
+        order = np.argsort(secs, kind="stable")
+        secs, weights = secs[order], weights[order]
+        first = np.flatnonzero(np.r_[True, secs[1:] != secs[:-1]])
+        return secs[first], np.add.reduceat(weights, first) if len(first) else weights
+
+
+
+def _unique(a: np.ndarray) -> np.ndarray:
+    """Sorted distinct values (by sorting: numpy's hash-based unique is slower here)."""
+    a = np.sort(a)
+    return a[np.r_[True, a[1:] != a[:-1]]] if len(a) else a
+
+
+def _member(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Which elements of `a` are in `b` (sorted, distinct)."""
+    if not len(b):
+        return np.zeros(len(a), bool)
+    at = np.minimum(np.searchsorted(b, a), len(b) - 1)
+    return b[at] == a
+
+
+def _after(sets: list) -> np.ndarray:
+    """after[w] = distinct sectors over sets[w + 1:] (a suffix union's size per wave)."""
+    n = len(sets)
+    if not n:
+        return np.zeros(0, np.int64)
+    secs = np.concatenate(sets)
+    wave = np.repeat(np.arange(n), [len(s) for s in sets])
+    if not len(secs):
+        return np.zeros(n, np.int64)
+    order = np.lexsort((wave, secs))
+    secs, wave = secs[order], wave[order]
+    last = np.r_[secs[1:] != secs[:-1], True]  # each sector's last wave
+    per_wave = np.bincount(wave[last], minlength=n)
+    return np.r_[np.cumsum(per_wave[::-1])[::-1][1:], 0]
+
+
+def waves(fp: GridFootprint, n_ctas: int, slots: int, capacity: int, dirty_limit: int | None,
+          reach: int | None) -> tuple[int, int]:
+    """(sectors read from DRAM, sectors written back to DRAM during the kernel), from a cold L2;
+    capacity, dirty_limit and reach in sectors (the last two None where the card has no such rule).
+    The L2 holds, when a wave starts, the sectors of the latest whole waves that fit in it together
+    (each sector counted in the wave that touched it last)."""
+    starts = range(0, n_ctas, slots)
+    loads, sharers, outs = [], [], []
+    for w0 in starts:
+        ctas = np.arange(w0, min(n_ctas, w0 + slots))
+        sec, n = fp.sectors(ctas, LOAD)
+        loads.append(sec)
+        sharers.append(n)
+        outs.append(fp.sectors(ctas, STORE)[0])
+    touched = [_unique(np.concatenate([a, b])) for a, b in zip(loads, outs)]
+    universe = _unique(np.concatenate(touched))
+    last = np.full(len(universe), -1, np.int64)  # the wave that touched each sector last
+    per_wave = np.zeros(len(touched), np.int64)  # sectors whose last touch is each wave
+    reads, reused = 0, []
+    for w, (sec, n, t) in enumerate(zip(loads, sharers, touched)):
+        # the latest whole waves whose sectors fit (a wave that does not fit leaves nothing the next
+        # one reads: it reads in the same order, an LRU's worst case)
+        oldest = w - int((np.cumsum(per_wave[:w][::-1]) <= capacity).sum())
+        found = last[np.searchsorted(universe, sec)] >= max(oldest, 0)  # (never touched: -1)
+        reads += int(len(sec) - found.sum())
+        reused.append(_unique(np.concatenate([sec[found | (n >= 2)], outs[w]])))
+        ids = np.searchsorted(universe, t)
+        before = last[ids]
+        np.subtract.at(per_wave, before[before >= 0], 1)
+        last[ids] = w
+        per_wave[w] = len(ids)
+    written = np.array([len(o) for o in outs], dtype=np.int64)
+    back = np.zeros(len(outs), dtype=np.int64)
+    for limit, after in ((capacity, _after(touched)), (dirty_limit, _after(outs)), (reach, _after(reused))):
+        if limit is not None:
+            back = np.maximum(back, np.clip(written + after - limit, 0, written))
+    return reads, int(back.sum())

@@ -1,0 +1,86 @@
+"""The grid's DRAM traffic from CTA footprints (gpusim/timing/mem/grid.py, gpusim/trace/footprint.py)."""
+
+import numpy as np
+import pytest
+
+from gpusim.timing.mem.grid import LOAD, STORE, GridFootprint, waves
+
+
+def _footprints(grid, ctas, a_rows=4, b_cols=4, k=64):
+    """A GEMM-like grid: CTA (x, y) loads rows y*a_rows.. of A (k sectors each), columns x*b_cols.. of B
+    (one sector per row of k rows), and stores its own tile. Keys as cta_footprints gives them:
+    (cta, instruction, warp)."""
+    out = {}
+    for c in ctas:
+        x, y = c % grid[0], c // grid[0]
+        a = np.arange(y * a_rows * k, (y + 1) * a_rows * k, dtype=np.uint64)
+        b = (1 << 20) + np.array([r * 1024 + x * b_cols + j for r in range(k) for j in range(b_cols)], dtype=np.uint64)
+        out[(c, 0, 0)], out[(c, 1, 0)] = a, np.sort(b)
+        out[(c, 2, 0)] = (1 << 30) + np.arange(c * 8, c * 8 + 8, dtype=np.uint64)
+    return out
+
+
+KINDS = np.array([LOAD, LOAD, STORE], np.int8)
+
+
+def test_fit_moves_each_set_with_the_block_index():
+    grid = (4, 4, 1)
+    fp = GridFootprint.fit(_footprints(grid, [0, 1, 4, 9]), KINDS, grid)
+    assert fp is not None
+    whole = _footprints(grid, range(16))
+    for c in (5, 15):  # CTAs never emulated
+        loads, _ = fp.sectors(np.array([c]), LOAD)
+        expect = np.union1d(whole[(c, 0, 0)], whole[(c, 1, 0)]).astype(np.int64)
+        assert np.array_equal(loads, expect)
+        stores, _ = fp.sectors(np.array([c]), STORE)
+        assert np.array_equal(stores, whole[(c, 2, 0)].astype(np.int64))
+
+
+def test_fit_refuses_sets_that_do_not_move_rigidly():
+    grid = (4, 4, 1)
+    fps = _footprints(grid, [0, 1, 4, 9])
+    fps[(9, 0, 0)] = fps[(9, 0, 0)][:-1]  # one CTA touches one sector less
+    assert GridFootprint.fit(fps, KINDS, grid) is None
+    fps = _footprints(grid, [0, 1, 9])  # nothing one step along y: the y stride is unknown
+    assert GridFootprint.fit(fps, KINDS, grid) is None
+
+
+@pytest.mark.parametrize("capacity,expect_reads", [(10_000, "once"), (300, "per wave")])
+def test_waves_read_again_what_the_l2_lost(capacity, expect_reads):
+    grid = (4, 4, 1)
+    fp = GridFootprint.fit(_footprints(grid, [0, 1, 4]), KINDS, grid)
+    whole = _footprints(grid, range(16))
+    compulsory = len(np.unique(np.concatenate([whole[(c, p, 0)] for c in range(16) for p in (0, 1)])))
+    reads, _ = waves(fp, 16, 4, capacity, None, None)
+    if expect_reads == "once":
+        assert reads == compulsory
+    else:  # each wave of 4 CTAs (one row of A, all of B) reads its whole footprint again
+        per_wave = [len(np.unique(np.concatenate([whole[(c, p, 0)] for c in range(w, w + 4) for p in (0, 1)])))
+                    for w in range(0, 16, 4)]
+        assert reads == sum(per_wave) > compulsory
+
+
+def test_write_backs_follow_the_dirty_limit_and_leave_the_last_outputs():
+    grid = (4, 4, 1)
+    fp = GridFootprint.fit(_footprints(grid, [0, 1, 4]), KINDS, grid)
+    # 16 CTAs store 8 sectors each, 4 CTAs (32 sectors) a wave: with room for 40 dirty sectors, an output
+    # with more than 40 stored after it is written back: waves 0 and 1 entirely (96, 64 stored after
+    # them), the first 24 of wave 2 (each has 32 - i of its own wave and 32 of wave 3 after it), none of wave 3
+    assert waves(fp, 16, 4, 10_000, 40, None) == (waves(fp, 16, 4, 10_000, None, None)[0], 32 + 32 + 24)
+    assert waves(fp, 16, 4, 10_000, None, None)[1] == 0  # nothing pushes them out: they stay in L2
+
+
+def test_cta_footprints_of_an_emulated_kernel_fit_and_give_detailed_modes_reads():
+    """dgemm_unroll gtx970 256: CTAs emulated for their addresses; the waves' DRAM reads equal
+    detailed mode's (its inputs, 1 MB, fit the 1.75 MB L2: the compulsory traffic)."""
+    from gpusim.config import load_gpu
+    from gpusim.timing.driver import grid_footprint
+    from gpusim.emu.run import emulate
+    from gpusim.workloads import find_workload
+
+    wl, cfg = find_workload("dgemm_unroll"), load_gpu("gtx970")
+    emu, _ = emulate(wl, cfg.arch, 256, ctas=[0])
+    fp = grid_footprint(emu, wl, cfg, 256)
+    assert fp is not None
+    reads, writes = waves(fp, 4, 13, 1_835_008 // 32, None, None)
+    assert reads * 32 == 2 * 256 * 256 * 8 and writes == 0

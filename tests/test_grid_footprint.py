@@ -41,7 +41,7 @@ def test_fit_refuses_sets_that_do_not_move_rigidly():
     fps = _footprints(grid, [0, 1, 4, 9])
     fps[(9, 0, 0)] = fps[(9, 0, 0)][:-1]  # one CTA touches one sector less
     assert GridFootprint.fit(fps, KINDS, grid) is None
-    fps = _footprints(grid, [0, 1, 9])  # nothing one step along y: the y stride is unknown
+    fps = _footprints(grid, [0, 1, 2])  # all in the first row: the y stride is unknown
     assert GridFootprint.fit(fps, KINDS, grid) is None
 
 
@@ -84,3 +84,25 @@ def test_cta_footprints_of_an_emulated_kernel_fit_and_give_detailed_modes_reads(
     assert fp is not None
     reads, writes = waves(fp, 4, 13, 1_835_008 // 32, None, None)
     assert reads * 32 == 2 * 256 * 256 * 8 and writes == 0
+
+
+def test_extra_ctas_are_the_steps_the_emulated_ones_do_not_span():
+    from gpusim.timing.mem.grid import extra_ctas
+
+    assert extra_ctas([0, 1, 13, 14], (8, 8, 1)) == []  # (1, 0) and (5, 1): both strides
+    assert extra_ctas([0, 132], (64, 64, 1)) == [1]  # (4, 2) alone: one step along x tells both
+    assert extra_ctas(list(range(0, 16 * 132, 132)), (64, 64, 1)) == [1]  # all on one line
+    assert extra_ctas([5], (4, 4, 1)) == [0, 1]
+    assert extra_ctas([0, 3], (1024, 1, 1)) == []
+
+
+def test_large_grids_are_replayed_on_a_sample_of_sectors(monkeypatch):
+    import gpusim.timing.mem.grid as grid_mod
+
+    grid = (8, 8, 1)
+    fp = GridFootprint.fit(_footprints(grid, [0, 1, 8], a_rows=8, b_cols=8, k=512), KINDS, grid)
+    full = waves(fp, 64, 8, 6000, 200, None)
+    monkeypatch.setattr(grid_mod, "MAX_ENTRIES", fp.entries(64, 8) // 10)  # p = 11
+    sampled = waves(fp, 64, 8, 6000, 200, None)
+    assert sampled != full
+    assert sampled[0] == pytest.approx(full[0], rel=0.02) and sampled[1] == pytest.approx(full[1], rel=0.1)

@@ -89,7 +89,14 @@ def emulate(workload, arch: str, n: int, ctas: list[int] | None = None, record: 
     program = load_program(workload, arch)
     launch, params, memory, inputs = build_launch(workload, program, n, seed)
     emu = Emulator(program, launch, params, memory, ctas=ctas, record=record).run()
+    emu.params = params  # (other CTAs of the same launch can be emulated on its memory: `more_ctas`)
     return emu, inputs
+
+
+def more_ctas(emu, ctas: list[int]):
+    """Emulate other CTAs of `emu`'s launch on its memory (the inputs as they are: for the addresses
+    those CTAs touch, which sampled mode's grid footprints need; their outputs are not checked)."""
+    return Emulator(emu.program, emu.launch, emu.params, emu.memory, ctas=ctas, record=True).run()
 
 
 STORE_OPCODES = ("STG", "ST", "RED", "REDG", "ATOM", "ATOMG")

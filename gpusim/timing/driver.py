@@ -135,22 +135,19 @@ def time_emulated(emu, wl, cfg, size: int, mode: str = "detailed", honour_contro
 
 def grid_footprint(emu, wl, cfg, size: int):
     """Sampled mode's footprints of the whole grid (`gpusim.timing.mem.grid`), from the emulated CTAs
-    and, where they are not among them, the CTAs one step along each grid dimension (emulated here,
-    for their addresses only); None where the footprints do not move rigidly with the block index."""
-    import numpy as np
-
-    from gpusim.emu.run import emulate
-    from gpusim.timing.mem.grid import GridFootprint, access_kinds
+    and, where their block indices do not tell a stride along every grid dimension, CTA 0 and the CTAs
+    one step along the dimensions they miss (emulated here, for their addresses only); None where the
+    footprints do not move rigidly with the block index."""
+    from gpusim.emu.run import more_ctas
+    from gpusim.timing.mem.grid import GridFootprint, access_kinds, extra_ctas
     from gpusim.trace.footprint import cta_footprints
 
     grid = emu.launch.grid
     kinds = access_kinds(emu.program, cfg)
     footprints = cta_footprints(emu, kinds)
-    units = {int(np.prod(grid[:d])) for d in range(3) if grid[d] > 1}
-    extra = sorted(units - set(emu.ctas))
+    extra = extra_ctas(emu.ctas, grid)
     if extra:
-        more, _ = emulate(wl, cfg.arch, size, ctas=extra)
-        footprints.update(cta_footprints(more, kinds))
+        footprints.update(cta_footprints(more_ctas(emu, extra), kinds))
     return GridFootprint.fit(footprints, kinds, grid)
 
 

@@ -15,8 +15,8 @@ import numpy as np
 def cta_footprints(emu, kind_of_pc: np.ndarray, shift: int = 5) -> dict:
     """{(cta id, instruction index, warp of the CTA): sorted distinct sector numbers (uint64)} over the
     emulator log's global accesses (per warp too: one instruction may read one matrix in some warps
-    and another in the others, as maxas's SGEMM does). `kind_of_pc[i]` is 1 for a global load, 2 for a global store, 0 otherwise (only
-    those are kept); lanes that did not execute are left out."""
+    and another in the others, as maxas's SGEMM does). `kind_of_pc[i]` is 1 for a global load, 2 for
+    a global store, 0 otherwise (only those are kept); lanes that did not execute are left out."""
     log = emu.log
     keep = [s for s in sorted(log.mem) if kind_of_pc[log.pcs[s]]]
     if not keep:

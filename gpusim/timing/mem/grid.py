@@ -100,7 +100,9 @@ class GridFootprint:
             if any(len(sc) != len(s0) for sc in sets):
                 return None
             moved = np.array([int(sc[0]) - int(s0[0]) for sc in sets], dtype=float)
-            stride = np.rint(np.linalg.lstsq(b, moved, rcond=None)[0]).astype(np.int64) if len(sets) else np.zeros(3, np.int64)
+            stride = np.zeros(3, np.int64)
+            if len(sets):
+                stride = np.rint(np.linalg.lstsq(b, moved, rcond=None)[0]).astype(np.int64)
             for c, sc in zip(others, sets):  # every emulated CTA must be where the strides put it
                 at = int(block_index(np.array([c]), grid)[0] @ stride)
                 if not np.array_equal(sc.astype(np.int64), s0 + at):
@@ -153,18 +155,11 @@ class GridFootprint:
             total += sum(len(np.unique(bidx @ self.strides[p])) * len(s0) for p, s0 in self.base.items())
         return total
 
+
 def _unique(a: np.ndarray) -> np.ndarray:
     """Sorted distinct values (by sorting: numpy's hash-based unique is slower here)."""
     a = np.sort(a)
     return a[np.r_[True, a[1:] != a[:-1]]] if len(a) else a
-
-
-def _member(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Which elements of `a` are in `b` (sorted, distinct)."""
-    if not len(b):
-        return np.zeros(len(a), bool)
-    at = np.minimum(np.searchsorted(b, a), len(b) - 1)
-    return b[at] == a
 
 
 def _after(sets: list) -> np.ndarray:

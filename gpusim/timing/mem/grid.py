@@ -76,8 +76,11 @@ def extra_ctas(ctas, grid) -> list[int]:
 class GridFootprint:
     """Every CTA's footprint as CTA 0's moved by the block index (see the module docstring)."""
 
-    def __init__(self, base: dict, strides: dict, kinds: dict, grid):
-        self.base, self.strides, self.kinds, self.grid = base, strides, kinds, tuple(grid)
+    def __init__(self, sets: dict, grid):
+        """`sets`: {(kind, strides along x, y, z): CTA 0's sectors that move so (sorted, distinct)}."""
+        self.sets = [(kind, np.array(stride, np.int64), s0) for (kind, stride), s0 in sets.items()]
+        self.grid = tuple(grid)
+        self._buckets: dict = {}  # (set index, modulus) -> CTA 0's sectors by residue (see `_residues`)
 
     @classmethod
     def fit(cls, footprints: dict, kind_of_pc, grid) -> "GridFootprint | None":
@@ -108,23 +111,22 @@ class GridFootprint:
                 if not np.array_equal(sc.astype(np.int64), s0 + at):
                     return None
             moving.setdefault((int(kind_of_pc[p]), tuple(stride.tolist())), []).append(s0)
-        base = {key: _unique(np.concatenate(sets)) for key, sets in moving.items()}
-        return cls(base, {key: np.array(key[1], np.int64) for key in base}, {key: key[0] for key in base}, grid)
+        return cls({key: _unique(np.concatenate(sets)) for key, sets in moving.items()}, grid)
 
     def sectors(self, ctas: np.ndarray, kind: int, modulus: int = 1) -> tuple[np.ndarray, np.ndarray]:
         """Distinct sectors the CTAs' accesses of `kind` touch, and how many (CTA, instruction)
         footprints touch each; with `modulus` p > 1 only the sectors that are 0 modulo p (a sample)."""
         bidx = block_index(ctas, self.grid)
         parts, weights = [], []
-        for p, s0 in self.base.items():
-            if self.kinds[p] != kind:
+        for i, (k, stride, s0) in enumerate(self.sets):
+            if k != kind:
                 continue
-            offsets, counts = np.unique(bidx @ self.strides[p], return_counts=True)
+            offsets, counts = np.unique(bidx @ stride, return_counts=True)
             if modulus == 1:
                 parts.append((s0[None, :] + offsets[:, None]).ravel())
                 weights.append(np.repeat(counts, len(s0)))
                 continue
-            buckets = self._buckets(p, modulus)
+            buckets = self._residues(i, modulus)
             need = (-offsets) % modulus  # the residue of CTA 0's sectors that an offset moves to 0
             for q in np.unique(need):
                 b, at = buckets[q], need == q
@@ -138,21 +140,20 @@ class GridFootprint:
         first = np.flatnonzero(np.r_[True, secs[1:] != secs[:-1]])
         return secs[first], np.add.reduceat(weights, first) if len(first) else weights
 
-    def _buckets(self, key, modulus: int) -> dict:
-        """CTA 0's sectors of set `key` by their residue modulo `modulus` (worked out once)."""
-        cache = self.__dict__.setdefault("_bucket_cache", {})
-        if (key, modulus) not in cache:
-            s0 = self.base[key]
+    def _residues(self, i: int, modulus: int) -> dict:
+        """CTA 0's sectors of set i by their residue modulo `modulus` (worked out once)."""
+        if (i, modulus) not in self._buckets:
+            s0 = self.sets[i][2]
             res = s0 % modulus
-            cache[(key, modulus)] = {int(q): s0[res == q] for q in range(modulus)}
-        return cache[(key, modulus)]
+            self._buckets[(i, modulus)] = {int(q): s0[res == q] for q in range(modulus)}
+        return self._buckets[(i, modulus)]
 
     def entries(self, n_ctas: int, slots: int) -> int:
         """Sector entries `waves` builds over the grid (before removing repeats): its time and memory."""
         total = 0
         for w0 in range(0, n_ctas, slots):
             bidx = block_index(np.arange(w0, min(n_ctas, w0 + slots)), self.grid)
-            total += sum(len(np.unique(bidx @ self.strides[p])) * len(s0) for p, s0 in self.base.items())
+            total += sum(len(np.unique(bidx @ stride)) * len(s0) for _, stride, s0 in self.sets)
         return total
 
 

@@ -25,7 +25,8 @@ is simulated twice; every row says which state each comparison used (``time_cach
 
 Nothing is fitted: every figure comes from the committed configs. Every simulated case is cached
 under ``out/validate/cache/<key>.json`` ($GPUSIM_VALIDATE_CACHE moves it), the key hashing (workload, size,
-card, mode, cache state, the model's code version = gpusim/timing/**/*.py + configs/gpus/**, the workload spec
+card, mode, cache state, the model's code version = gpusim/timing/**/*.py + gpusim/trace/**/*.py +
+configs/gpus/**, the workload spec
 and its SASS listing).
 """
 
@@ -280,14 +281,19 @@ def _hash_files(paths) -> str:
 _CODE_VERSION: str | None = None
 
 
+def model_files() -> list:
+    """What decides a result besides the trace's instructions: the timing model's code (its
+    subpackages too), the trace package's (sampled mode's elided trace and grid footprints,
+    `trace/elide.py`, `trace/footprint.py`, feed the model) and the GPU configs."""
+    files = list((PACKAGE_DIR / "timing").rglob("*.py")) + list((PACKAGE_DIR / "trace").rglob("*.py"))
+    return files + [p for p in (CONFIGS_DIR / "gpus").rglob("*") if p.is_file()]
+
+
 def code_version() -> str:
-    """Hash of the timing model's code (its subpackages too) and the GPU configs (what decides a
-    result besides the trace)."""
+    """Hash of `model_files`."""
     global _CODE_VERSION
     if _CODE_VERSION is None:
-        files = list((PACKAGE_DIR / "timing").rglob("*.py"))
-        files += [p for p in (CONFIGS_DIR / "gpus").rglob("*") if p.is_file()]
-        _CODE_VERSION = _hash_files(files)[:16]
+        _CODE_VERSION = _hash_files(model_files())[:16]
     return _CODE_VERSION
 
 

@@ -226,3 +226,13 @@ def test_stall_distance_does_not_depend_on_the_hash_seed():
                            env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout
             for seed in range(8)}
     assert len(outs) == 1, outs
+
+
+def test_cache_key_covers_the_code_that_decides_sampled_results():
+    # sampled mode's DRAM counters come from trace/footprint.py and its trace from trace/elide.py:
+    # a change there must not let validate reuse cached rows (the key hashed timing/ only)
+    from gpusim.validate import PACKAGE_DIR, model_files
+
+    files = {p.resolve() for p in model_files()}
+    for part in ("timing/mem/grid.py", "trace/footprint.py", "trace/elide.py", "timing/gpu.py"):
+        assert (PACKAGE_DIR / part).resolve() in files, part

@@ -476,11 +476,13 @@ def sampler_positions(owned, m, out):
 @njit(cache=True)
 def sampler_moves(owned, m, slots, done, moves):
     """Sampled mode, `Sampler.move_all`: move each warp slot `slots[j]` (`done[j]` iterations done) on
-    by `moves[j]` iterations; the instructions passed over."""
+    by `moves[j]` iterations, its L1 rewarmed (`Sampler.rewarm_l1`); the instructions passed over."""
     st = _as_state(owned)
     skipped = 0
     for j in range(len(slots)):
-        skipped += P.move(st, m, slots[j], done[j], moves[j])
+        k, offset = P.move(st, m, slots[j], done[j], moves[j])
+        P.rewarm_l1(st, m, slots[j], offset)
+        skipped += k
     return skipped
 
 

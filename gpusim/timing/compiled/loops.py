@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from gpusim.timing.compiled import lru as L
 from gpusim.timing.sampling import PERIOD
 from gpusim.timing.static import GLOAD, GSTORE
 from gpusim.trace.elide import TraceTooShort
@@ -252,7 +253,8 @@ def leave(st, w):
 @njit
 def move(st, sm, w, i, n):
     """`Sampler._move`: move the warp in slot `w` (`i` iterations done, inside iteration i + 1) on
-    by `n` whole iterations, to the same point of iteration i + n + 1; the instructions passed over."""
+    by `n` whole iterations, to the same point of iteration i + n + 1; (the instructions passed over,
+    its point in that iteration: 1 = the first instruction after the back edge)."""
     wr = st.w[w]
     gid = wr.gid
     lp = st.lp[gid]
@@ -277,7 +279,24 @@ def move(st, sm, w, i, n):
         st.sm[sm].synthesized += 1
         new = at - 1 + offset
         wr.pos = rec + offset - 1
-    return new + lp.cinstr - before
+    return new + lp.cinstr - before, offset
+
+
+@njit
+def rewarm_l1(st, sm, w, offset):
+    """`Sampler.rewarm_l1`: the sectors of the L1-cached global loads the warp in slot `w` passed in
+    the iteration it was moved into (its `offset` - 1 records before its position, contiguous in the
+    arrays) go into SM `sm`'s L1, uncounted, in the order its loads would have put them there."""
+    wr = st.w[w]
+    cached = st.mem[0].caches_loads
+    l1 = (st.l1_slots[sm], st.l1_links[sm], st.l1_keys[sm], st.l1_vals[sm], st.l1_meta[sm], st.l1_free[sm])
+    for p in range(wr.pos - offset + 1, wr.pos):
+        pc = st.pcs[p]
+        row = st.mem_rows[p]
+        if st.kind[pc] == GLOAD and row >= 0 and (cached or st.readonly[pc]):
+            base = st.sector_base[row]
+            for i in range(st.sector_start[row], st.sector_start[row + 1]):
+                L.cache_touch(l1, base + st.sector_list[i])
 
 
 @njit

@@ -185,6 +185,16 @@ def cache_fill(lru, key, ready):
 
 
 @njit(inline="always")
+def cache_touch(lru, key):
+    """`SectorCache.touch`: the sector becomes the newest, inserted (ready at once) if absent; uncounted."""
+    n = find(lru, key)
+    if n:
+        move_to_end(lru, n)
+    else:
+        cache_fill(lru, key, 0.0)
+
+
+@njit(inline="always")
 def cache_access(lru, counts, key):
     """`SectorCache.access`: hit or miss, allocating on a miss."""
     if cache_lookup(lru, counts, key) != -np.inf:

@@ -64,6 +64,13 @@ class SectorCache:
             return self.sectors.popitem(last=False)[0]
         return None
 
+    def touch(self, sector: int) -> None:
+        """The sector becomes the newest, inserted (ready at once) if absent; nothing is counted."""
+        if sector in self.sectors:
+            self.sectors.move_to_end(sector)
+        else:
+            self.fill(sector, 0.0)
+
     def access(self, sector: int) -> bool:
         """Hit or miss, allocating on a miss (fill time unknown: treated as immediate)."""
         if self.lookup(sector) is not None:

@@ -657,3 +657,12 @@ def test_run_group_kills_on_timeout():
     t0 = time.monotonic()
     rc, _, err = run_group([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.5)
     assert rc == 124 and "timed out" in err and time.monotonic() - t0 < 10
+
+
+def test_profiler_with_the_dram_set_asks_for_dram_bytes_and_cycles_only(tmp_path):
+    calls = []
+    res = ncu.NcuProfiler("ncu", tmp_path, runner=_fake_ncu(set(), calls), metric_set="dram").profile("w__n512", "k",
+                                                                                                       ["python3"])
+    assert res["error"] is None and len(calls) == 1
+    assert set(calls[0]) == {"dram__bytes_read.sum", "dram__bytes_write.sum", "gpc__cycles_elapsed.max",
+                             "gpu__time_duration.sum"}

@@ -50,6 +50,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--ncu", action="store_true", help="also profile one launch per run with Nsight Compute")
     p.add_argument("--ncu-path", default=None, help="ncu executable (default: PATH, /opt/nvidia/nsight-compute)")
     p.add_argument("--ncu-sizes", default="all", help="all | largest | smallest | N,N: which sizes ncu profiles")
+    p.add_argument("--ncu-metrics", default="all", choices=("all", "dram"),
+                   help="all: every metric group (many replay passes); dram: DRAM bytes and cycles in one pass")
     p.add_argument("--ncu-timeout", type=float, default=300.0, help="seconds per ncu invocation")
     p.add_argument("--nvcc", default=None, help="nvcc executable (default: $GPUSIM_NVCC13, PATH, /usr/local/cuda)")
     p.add_argument("--cache-dir", type=Path, default=None, help="cubin cache (default DIR/cubins)")
@@ -286,7 +288,7 @@ def ncu_phase(args, workloads, tokens, ncu: str, env: dict) -> None:
     """One ncu run per workload, profiling one launch of each selected size (in size order)."""
     from gpusim.measure.ncu import NcuProfiler, child_env
 
-    prof = NcuProfiler(ncu, args.out, timeout=args.ncu_timeout, env=child_env(REPO_ROOT))
+    prof = NcuProfiler(ncu, args.out, timeout=args.ncu_timeout, env=child_env(REPO_ROOT), metric_set=args.ncu_metrics)
     cache = cache_for(args)
     for wl, token in zip(workloads, tokens):
         sizes = [n for n, skip in marshal.select_sizes(wl, args.sizes_from, args.max_gib) if not skip]
@@ -315,7 +317,8 @@ def ncu_phase(args, workloads, tokens, ncu: str, env: dict) -> None:
         for i, n in enumerate(order):
             rec = recs[n]
             k = res["kernels"][i] if i < len(res["kernels"]) else None
-            rec["ncu"] = {"metrics": k["metrics"] if k else {}, "kernel": k["info"] if k else None,
+            rec["ncu"] = {"metric_set": args.ncu_metrics, "metrics": k["metrics"] if k else {},
+                          "kernel": k["info"] if k else None,
                           "launch_index": i, "launches_profiled": len(res["kernels"]), "commands": res["commands"],
                           "logs": [Path(p).name for p in res["logs"]], "rejected": res["rejected"],
                           "error": res["error"] if not k else None}

@@ -236,3 +236,37 @@ def test_cache_key_covers_the_code_that_decides_sampled_results():
     files = {p.resolve() for p in model_files()}
     for part in ("timing/mem/grid.py", "trace/footprint.py", "trace/elide.py", "timing/gpu.py"):
         assert (PACKAGE_DIR / part).resolve() in files, part
+
+
+def test_dram_bytes_come_from_one_pass_profiles_where_there_are_some():
+    # validation/h100/dram_1pass/: one-pass profiles (`--ncu-metrics dram`), several runs per case; the
+    # repeat_all/ run profiled the same kernels with the full set, whose replay adds ~2 MiB of writes
+    one = V.one_pass_dram("h100")
+    d = one[("dgemm_unroll", 2048)]
+    assert len(d["records"]) >= 3 and all("/dram_1pass/" in p and "/repeat_all/" not in p for p in d["records"])
+    writes = [json.loads((REPO_ROOT / p).read_text())["ncu"]["metrics"]["dram__bytes_write.sum"]["value"]
+              for p in d["records"]]
+    assert math.isclose(d["write"], sum(writes) / len(writes)) and d["write"] < 17.5 * 2**20
+    full = json.loads((DATA / "h100/dram_1pass/repeat_all/dgemm_unroll__n2048.json").read_text())
+    assert full["ncu"]["metric_set"] == "all"
+    assert full["ncu"]["metrics"]["dram__bytes_write.sum"]["value"] > d["write"] + 2**20
+    case = next(c for c in V.list_cases("h100") if (c.workload, c.size) == ("dgemm_unroll", 2048))
+    rec = json.loads((REPO_ROOT / case.ncu_path).read_text())
+    cold = _fake_sim(3000.0, 5000, {"selected": 1.0}, dram_read_bytes=1, dram_write_bytes=d["write"])
+    row = V.build_row(case, cold, cold, rec, rec, d)
+    assert row["measured_dram_write_bytes"] == d["write"] and row["dram_write_error_pct"] == 0.0
+    assert row["dram_records"] == d["records"]
+    row = V.build_row(case, cold, cold, rec, rec)  # no one-pass data: the full-set record's
+    assert row["measured_dram_write_bytes"] == rec["ncu"]["metrics"]["dram__bytes_write.sum"]["value"]
+    assert row["dram_records"] == [case.ncu_path]
+
+
+def test_dram_error_above_the_noise_leaves_tiny_measurements_out():
+    def row(meas, pred):
+        return {"family": "f", "predicted_cycles_cold": 1.0, "measured_dram_write_bytes": meas,
+                "predicted_dram_write_bytes": pred, "dram_write_error_pct": 100 * (pred - meas) / meas if meas else None}
+    mib = 2**20
+    s = V._bytes_stats([row(10 * mib, 11 * mib), row(4096, 0), row(0.2 * mib, 0.3 * mib), row(0, 0)], "write")
+    assert s["n"] == 3 and math.isclose(s["mape_pct"], (10 + 100 + 50) / 3)
+    assert s["above_noise"]["n"] == 1 and math.isclose(s["above_noise"]["mape_pct"], 10)
+    assert s["below_noise"] == 3 and s["below_noise_predicted_below"] == 2  # 0.3 MiB predicted: above it

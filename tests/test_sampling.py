@@ -106,7 +106,7 @@ def test_fast_forward_used_on_long_loops():
 class _Warp:
     def __init__(self, gid, pcs, pos, cta=0):
         self.gid, self.pcs, self.pos, self.done, self.cta = gid, pcs, pos, False, cta
-        self.mem_rows = [-1] * len(pcs)  # no memory accesses
+        self.mem_rows = None if pcs is None else [-1] * len(pcs)  # no memory accesses
 
 
 class _SM:

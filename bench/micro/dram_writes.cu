@@ -62,3 +62,33 @@ extern "C" __global__ void wr_twice(float4* w, long long nw, float v) {
 #pragma unroll 4
         for (long long i = t; i < nw; i += stride) w[i] = make_float4(v, v, v, v);
 }
+
+// ---- set "partial" (run_dram_writes.py --set partial): stores of partial sectors, and copies near
+// the L2's capacity.
+//   st_tpose   transpose_naive's stores alone: a CTA of 32 x 8 threads covers 32 lines of 128 B (line
+//              = 32 * blockIdx.x + lane, one line per lane: 32 sectors per warp store); iteration j
+//              writes float ty + 8j of each line, so each sector is written 4 bytes at a time by the
+//              CTA's 8 warps, the line's 4 sectors one after another (j = 0..3).
+//   st_sector  the same lines, each sector written whole by one thread (two 16-byte stores): warp ty
+//              writes sector ty % 4 of lines 32 * (2 * blockIdx.x + ty / 4) + lane.
+//   copy_il    out[i] = in[i] over n float4, grid-stride (reads and writes interleaved, as copy_float4).
+extern "C" __global__ void st_tpose(float* out, long long lines, float v) {
+    const long long line = 32LL * blockIdx.x + threadIdx.x;
+    if (line >= lines) return;
+#pragma unroll
+    for (int j = 0; j < 32; j += 8) out[line * 32 + threadIdx.y + j] = v;
+}
+
+extern "C" __global__ void st_sector(float4* out, long long lines, float v) {
+    const long long line = 32LL * (2LL * blockIdx.x + threadIdx.y / 4) + threadIdx.x;
+    if (line >= lines) return;
+    float4* p = out + line * 8 + (threadIdx.y % 4) * 2;
+    p[0] = make_float4(v, v, v, v);
+    p[1] = make_float4(v, v, v, v);
+}
+
+extern "C" __global__ void copy_il(const float4* __restrict__ in, float4* out, long long n) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+#pragma unroll 4
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += stride) out[i] = in[i];
+}

@@ -4,6 +4,7 @@
 
     python3 bench/micro/run_dram_writes.py --out RESULTS.json     # on the GPU machine (cupy + ncu)
     python3 bench/micro/run_dram_writes.py --dry-run              # compile only, list the cases
+    python3 bench/micro/run_dram_writes.py --set partial --out R  # partial-sector stores, copies near capacity
 
 Every case is one launch profiled once by Nsight Compute (`--cache-control all`, its default: L2 is
 flushed before the launch, so it starts cold) with a small metric set (DRAM bytes read/written, L2
@@ -34,6 +35,7 @@ SRC = os.path.join(HERE, "dram_writes.cu")
 METRICS = ["gpc__cycles_elapsed.max", "gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
            "lts__t_sectors_op_read.sum", "lts__t_sectors_op_write.sum"]
 MB = 1 << 20
+KERNELS = ("wr_rd", "wr_hot", "wr_twice", "st_tpose", "st_sector", "copy_il")
 
 
 def cases() -> list[dict]:
@@ -51,6 +53,23 @@ def cases() -> list[dict]:
         out.append({"kernel": "wr_hot", "W": w, "H": hot, "passes": 16})
     for w in (16, 32, 64):
         out.append({"kernel": "wr_twice", "W": w})
+    return out
+
+
+def partial_cases() -> list[dict]:
+    """Set "partial": partial-sector stores (transpose_naive's order) against whole sectors, and copies whose
+    reads and writes together come near the L2's capacity. Sizes in MiB (of the output)."""
+    out = []
+    for s in (4, 16, 64, 256):
+        out.append({"kernel": "st_tpose", "S": s})
+    for s in (16, 64, 256):
+        out.append({"kernel": "st_sector", "S": s})
+    for s in (8, 12, 14, 16, 18, 20, 24, 32):
+        out.append({"kernel": "copy_il", "S": s})
+    for s in (16, 64):  # repeats: the launch-to-launch spread
+        out.append({"kernel": "st_tpose", "S": s})
+    for s in (16, 20):
+        out.append({"kernel": "copy_il", "S": s})
     return out
 
 
@@ -80,7 +99,20 @@ def ncu_child(cubin: str, which: str) -> None:
     rbuf = cp.ones(64 * MB // 4, dtype=cp.float32)
     sink = cp.zeros(1, dtype=cp.float32)
     n4 = lambda mib: np.int64(mib * MB // 16)  # noqa: E731
-    for c in (cases() if which == "all" else FULL_CASES):
+    big = None
+    for c in {"all": cases, "full": lambda: FULL_CASES, "partial": partial_cases}[which]():
+        if c["kernel"] in ("st_tpose", "st_sector", "copy_il"):
+            if big is None:
+                big = (cp.zeros(256 * MB // 4, dtype=cp.float32), cp.ones(256 * MB // 4, dtype=cp.float32))
+            lines = np.int64(c["S"] * MB // 128)
+            if c["kernel"] == "st_tpose":
+                mod.get_function("st_tpose")((int(lines // 32),), (32, 8), (big[0], lines, np.float32(2.0)))
+            elif c["kernel"] == "st_sector":
+                mod.get_function("st_sector")((int(lines // 64),), (32, 8), (big[0], lines, np.float32(2.0)))
+            else:
+                mod.get_function("copy_il")((grid,), (block,), (big[1], big[0], n4(c["S"])))
+            cp.cuda.runtime.deviceSynchronize()
+            continue
         if c["kernel"] == "wr_rd":
             args = (wbuf, n4(c["W"]), rbuf, n4(c["R"]), sink, np.int32(c["order"] == "read_then_write"), np.float32(2.0))
         elif c["kernel"] == "wr_hot":
@@ -102,9 +134,9 @@ def run_ncu(ncu: str, cubin: str, which: str, metrics: list[str]) -> dict:
         rd = list(csv.reader(io.StringIO(r.stdout[start:])))
         for row in rd[2:]:  # rd[1]: units
             # only our kernels: cupy's own (the fill kernel of cp.ones) are profiled too
-            if len(row) == len(rd[0]) and dict(zip(rd[0], row)).get("Kernel Name") in ("wr_rd", "wr_hot", "wr_twice"):
+            if len(row) == len(rd[0]) and dict(zip(rd[0], row)).get("Kernel Name") in KERNELS:
                 rows.append(dict(zip(rd[0], row)))
-    want = cases() if which == "all" else FULL_CASES
+    want = {"all": cases, "full": lambda: FULL_CASES, "partial": partial_cases}[which]()
     out = []
     for c, row in zip(want, rows):
         v = lambda k: float(row[k].replace(",", "")) if row.get(k) not in (None, "", "n/a") else None  # noqa: E731
@@ -124,6 +156,8 @@ def main() -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--which", default="all", help=argparse.SUPPRESS)
+    ap.add_argument("--set", choices=("writes", "partial"), default="writes",
+                    help="writes: the write-back cases (default); partial: partial-sector stores and copies near capacity")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
     args = ap.parse_args()
     if args.ncu_child:
@@ -144,7 +178,10 @@ def main() -> int:
                   "launch": "8 x SMs CTAs x 256 threads, 16-byte accesses, grid-stride; sizes in MiB",
                   "nvidia_smi": run_cmd(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,"
                                          "clocks.mem", "--format=csv,noheader"]).strip()}}
-    for key, which, metrics in (("ncu", "all", METRICS), ("ncu_full_metrics", "full", FULL_METRICS + ["gpu__time_duration.sum"])):
+    runs = (("ncu", "all", METRICS), ("ncu_full_metrics", "full", FULL_METRICS + ["gpu__time_duration.sum"]))
+    if args.set == "partial":
+        runs = (("ncu", "partial", METRICS),)
+    for key, which, metrics in runs:
         t = time.time()
         R[key] = run_ncu(ncu, comp["cubin"], which, metrics)
         print(f"[{time.time() - t:6.1f} s] {key}: {R[key]['rows_parsed']}/{R[key]['rows_expected']} rows", flush=True)
@@ -155,8 +192,8 @@ def main() -> int:
     with open(args.out, "w") as f:
         json.dump(R, f, indent=1)
     for c in R["ncu"]["cases"]:
-        print({k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "dram_write_MiB", "dram_read_MiB")})
-    for c in R["ncu_full_metrics"]["cases"]:
+        print({k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "S", "dram_write_MiB", "dram_read_MiB")})
+    for c in R.get("ncu_full_metrics", {}).get("cases", []):
         print("full", {k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "dram_write_MiB", "dram_read_MiB")})
     print(f"wrote {args.out}")
     return 0

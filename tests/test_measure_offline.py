@@ -666,3 +666,12 @@ def test_profiler_with_the_dram_set_asks_for_dram_bytes_and_cycles_only(tmp_path
     assert res["error"] is None and len(calls) == 1
     assert set(calls[0]) == {"dram__bytes_read.sum", "dram__bytes_write.sum", "gpc__cycles_elapsed.max",
                              "gpu__time_duration.sum"}
+
+
+def test_bad_measure_option_is_one_line(capsys):
+    from gpusim.measure import run
+
+    with pytest.raises(SystemExit) as e:
+        run.parse_args(["--out", "x", "--ncu-metrics", "bogus"])
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == 2 and len(err.splitlines()) == 1 and "--ncu-metrics" in err and "dram" in err

@@ -31,8 +31,14 @@ from gpusim.measure.clocks import ClockSampler, environment
 from gpusim.measure.procs import run_group
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line and exit 2, not argparse's usage block
+        print(f"{self.prog}: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python3 -m gpusim.measure.run", description=__doc__.split("\n")[0])
+    p = _Parser(prog="python3 -m gpusim.measure.run", description=__doc__.split("\n")[0])
     p.add_argument("--out", type=Path, help="output directory (JSON per run, summary.csv)")
     p.add_argument("--workloads", default=None, help="comma-separated names or spec paths (default: all)")
     p.add_argument("--sizes-from", default="spec", help="'spec' (spec sizes in the measurement window) or N,N,...")

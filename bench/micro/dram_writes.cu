@@ -92,3 +92,48 @@ extern "C" __global__ void copy_il(const float4* __restrict__ in, float4* out, l
 #pragma unroll 4
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += stride) out[i] = in[i];
 }
+
+// ---- set "transpose" (run_dram_writes.py --set transpose): which part of transpose_naive costs the
+// extra DRAM traffic (one-pass: +22-25% reads and writes at 16-256 MiB, where its stores alone,
+// st_tpose above, cost +4%). All on m x m floats, block (32, 8), one 32 x 32 tile per CTA.
+//   tp_naive   transpose_naive itself (traces/kernels/suite12.cu): coalesced loads, stores 4 B into
+//              32 sectors per warp instruction.
+//   tp_sector  the same loads; the tile's 32 lines x 4 sectors then written whole, one sector per
+//              thread of warps 0-3 (two 16-byte stores), in the same line-scattered order.
+//   tp_colread loads down columns (4 B from 32 lines per warp instruction), coalesced row stores.
+//   st_delay   st_tpose with warp ty spinning (ty + 1) x `spin` cycles after each store: the same
+//              partial-sector stores with the pieces of a sector spread out in time, no loads.
+extern "C" __global__ void tp_naive(const float* in, float* out, int m) {
+    const int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+#pragma unroll
+    for (int j = 0; j < 32; j += 8) out[(long long)x * m + y + j] = in[(long long)(y + j) * m + x];
+}
+
+extern "C" __global__ void tp_sector(const float* in, float* out, int m) {
+    const int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+    float s = 0.f;
+#pragma unroll
+    for (int j = 0; j < 32; j += 8) s += in[(long long)(y + j) * m + x];
+    if (threadIdx.y < 4) {
+        float4* p = (float4*)(out + (long long)x * m + blockIdx.y * 32 + 8 * threadIdx.y);
+        p[0] = make_float4(s, s, s, s);
+        p[1] = make_float4(s, s, s, s);
+    }
+}
+
+extern "C" __global__ void tp_colread(const float* in, float* out, int m) {
+    const int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+#pragma unroll
+    for (int j = 0; j < 32; j += 8) out[(long long)(y + j) * m + x] = in[(long long)x * m + y + j];
+}
+
+extern "C" __global__ void st_delay(float* out, long long lines, float v, int spin) {
+    const long long line = 32LL * blockIdx.x + threadIdx.x;
+    if (line >= lines) return;
+#pragma unroll
+    for (int j = 0; j < 32; j += 8) {
+        out[line * 32 + threadIdx.y + j] = v;
+        const long long t0 = clock64();
+        while (clock64() - t0 < (long long)(threadIdx.y + 1) * spin) { }
+    }
+}

@@ -5,6 +5,7 @@
     python3 bench/micro/run_dram_writes.py --out RESULTS.json     # on the GPU machine (cupy + ncu)
     python3 bench/micro/run_dram_writes.py --dry-run              # compile only, list the cases
     python3 bench/micro/run_dram_writes.py --set partial --out R  # partial-sector stores, copies near capacity
+    python3 bench/micro/run_dram_writes.py --set transpose --out R  # transpose_naive and variants
 
 Every case is one launch profiled once by Nsight Compute (`--cache-control all`, its default: L2 is
 flushed before the launch, so it starts cold) with a small metric set (DRAM bytes read/written, L2
@@ -35,7 +36,8 @@ SRC = os.path.join(HERE, "dram_writes.cu")
 METRICS = ["gpc__cycles_elapsed.max", "gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
            "lts__t_sectors_op_read.sum", "lts__t_sectors_op_write.sum"]
 MB = 1 << 20
-KERNELS = ("wr_rd", "wr_hot", "wr_twice", "st_tpose", "st_sector", "copy_il")
+KERNELS = ("wr_rd", "wr_hot", "wr_twice", "st_tpose", "st_sector", "copy_il", "tp_naive", "tp_sector", "tp_colread",
+           "st_delay")
 
 
 def cases() -> list[dict]:
@@ -73,6 +75,19 @@ def partial_cases() -> list[dict]:
     return out
 
 
+def transpose_cases() -> list[dict]:
+    """Set "transpose": transpose_naive and variants that keep one of its features (S: MiB per matrix;
+    st_delay's `spin` in cycles)."""
+    out = []
+    for k in ("tp_naive", "tp_sector", "tp_colread"):
+        for s in (16, 64, 256):
+            out.append({"kernel": k, "S": s})
+    for spin in (0, 500, 2000, 8000):
+        out.append({"kernel": "st_delay", "S": 64, "spin": spin})
+    out.append({"kernel": "st_delay", "S": 16, "spin": 2000})
+    return out
+
+
 FULL_CASES = [  # profiled again with the full (multi-pass) metric set
     {"kernel": "wr_rd", "order": "write_then_read", "W": 0, "R": 64},
     {"kernel": "wr_rd", "order": "write_then_read", "W": 16, "R": 32},
@@ -100,7 +115,19 @@ def ncu_child(cubin: str, which: str) -> None:
     sink = cp.zeros(1, dtype=cp.float32)
     n4 = lambda mib: np.int64(mib * MB // 16)  # noqa: E731
     big = None
-    for c in {"all": cases, "full": lambda: FULL_CASES, "partial": partial_cases}[which]():
+    for c in SETS[which]():
+        if c["kernel"] in ("tp_naive", "tp_sector", "tp_colread", "st_delay"):
+            if big is None:
+                big = (cp.zeros(256 * MB // 4, dtype=cp.float32), cp.ones(256 * MB // 4, dtype=cp.float32))
+            m = int(round((c["S"] * MB // 4) ** 0.5))
+            if c["kernel"] == "st_delay":
+                lines = np.int64(c["S"] * MB // 128)
+                mod.get_function("st_delay")((int(lines // 32),), (32, 8),
+                                             (big[0], lines, np.float32(2.0), np.int32(c["spin"])))
+            else:
+                mod.get_function(c["kernel"])((m // 32, m // 32), (32, 8), (big[1], big[0], np.int32(m)))
+            cp.cuda.runtime.deviceSynchronize()
+            continue
         if c["kernel"] in ("st_tpose", "st_sector", "copy_il"):
             if big is None:
                 big = (cp.zeros(256 * MB // 4, dtype=cp.float32), cp.ones(256 * MB // 4, dtype=cp.float32))
@@ -136,7 +163,7 @@ def run_ncu(ncu: str, cubin: str, which: str, metrics: list[str]) -> dict:
             # only our kernels: cupy's own (the fill kernel of cp.ones) are profiled too
             if len(row) == len(rd[0]) and dict(zip(rd[0], row)).get("Kernel Name") in KERNELS:
                 rows.append(dict(zip(rd[0], row)))
-    want = {"all": cases, "full": lambda: FULL_CASES, "partial": partial_cases}[which]()
+    want = SETS[which]()
     out = []
     for c, row in zip(want, rows):
         v = lambda k: float(row[k].replace(",", "")) if row.get(k) not in (None, "", "n/a") else None  # noqa: E731
@@ -150,14 +177,18 @@ def run_ncu(ncu: str, cubin: str, which: str, metrics: list[str]) -> dict:
             "rows_expected": len(want), "rows_parsed": len(rows), "stderr_tail": r.stderr[-1500:], "cases": out}
 
 
+SETS = {"all": cases, "full": lambda: FULL_CASES, "partial": partial_cases, "transpose": transpose_cases}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out")
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--which", default="all", help=argparse.SUPPRESS)
-    ap.add_argument("--set", choices=("writes", "partial"), default="writes",
-                    help="writes: the write-back cases (default); partial: partial-sector stores and copies near capacity")
+    ap.add_argument("--set", choices=("writes", "partial", "transpose"), default="writes",
+                    help="writes: the write-back cases (default); partial: partial-sector stores and copies near "
+                         "capacity; transpose: transpose_naive and variants")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
     args = ap.parse_args()
     if args.ncu_child:
@@ -179,8 +210,8 @@ def main() -> int:
                   "nvidia_smi": run_cmd(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,"
                                          "clocks.mem", "--format=csv,noheader"]).strip()}}
     runs = (("ncu", "all", METRICS), ("ncu_full_metrics", "full", FULL_METRICS + ["gpu__time_duration.sum"]))
-    if args.set == "partial":
-        runs = (("ncu", "partial", METRICS),)
+    if args.set != "writes":
+        runs = (("ncu", args.set, METRICS),)
     for key, which, metrics in runs:
         t = time.time()
         R[key] = run_ncu(ncu, comp["cubin"], which, metrics)
@@ -192,7 +223,8 @@ def main() -> int:
     with open(args.out, "w") as f:
         json.dump(R, f, indent=1)
     for c in R["ncu"]["cases"]:
-        print({k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "S", "dram_write_MiB", "dram_read_MiB")})
+        print({k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "S", "spin", "dram_write_MiB", "dram_read_MiB",
+                                     "lts__t_sectors_op_read.sum", "lts__t_sectors_op_write.sum")})
     for c in R.get("ncu_full_metrics", {}).get("cases", []):
         print("full", {k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "dram_write_MiB", "dram_read_MiB")})
     print(f"wrote {args.out}")

@@ -117,7 +117,7 @@ class _SM:
         self.warps = warps
         self.issued = 0
         self.l1 = SimpleNamespace(cache=None, caches_loads=False)
-        self.execute_facts = defaultdict(lambda: (0,) * 12)  # no instruction is a load
+        self.static = defaultdict(lambda: SimpleNamespace(kind=0, readonly=False))  # no instruction is a load
 
         class T:
             rows = [[0.0]]

@@ -155,9 +155,9 @@ class Sampler:
         SM's L1 as if loaded, uncounted (a sector already there becomes the newest)."""
         cache, cached = sm.l1.cache, sm.l1.caches_loads
         for pos in range(w.pos - offset + 1, w.pos):
-            facts = sm.execute_facts[w.pcs[pos]]
+            static = sm.static[w.pcs[pos]]
             row = w.mem_rows[pos]
-            if facts[0] == GLOAD and row >= 0 and (cached or facts[8]):
+            if static.kind == GLOAD and row >= 0 and (cached or static.readonly):
                 for s in self.gpu.sectors(row):
                     cache.touch(s)
 
@@ -248,7 +248,7 @@ class Sampler:
         self.rates, self.marks = [], []
         self.snapshot = None
 
-    def _move(self, w, i: int, n: int) -> int:
+    def _move(self, w, i: int, n: int) -> tuple[int, int]:
         """Move warp `w` (`i` iterations done, inside iteration i + 1) on by `n` whole iterations, to
         the same point of iteration i + n + 1; returns the instructions passed over. Left-out
         iterations it passes over are counted in `consumed`; one it lands in is made up. Also

@@ -12,7 +12,8 @@ the fork, counted twice), and the wall seconds of each stage:
   processes (`compiled/producer.py`; GPUSIM_WORKERS=1 forces one, `processes` says which ran) the first
   three are the child's and run beside the engine: they add up to more than the wall time, and `wait`
   is the engine's process waiting for slices;
-- sampled mode: inputs, emulate (the sampled CTAs), check, time (trace and the sampled run).
+- sampled mode: inputs, emulate (the sampled CTAs, and beside them those the grid's footprints need),
+  check, time (trace and the sampled run).
 Each case runs in a fresh process (its own peak memory, no warm caches but numba's). Results are
 appended to bench/results/speed.json as they come (a rerun skips the cases already there), then
 printed as a table with sampled-vs-detailed cycles where both ran.
@@ -66,13 +67,14 @@ def one(name: str, card: str, n: int, mode: str) -> dict:
     else:
         ctas = D.sampled_ctas(wl, n, cfg)
         t = time.perf_counter()
-        emu, inputs = emulate(wl, cfg.arch, n, ctas=ctas)  # (make_inputs, then the emulation)
+        emulated = ctas + D.beside_ctas(wl, n, cfg, ctas)  # (as `gpusim run` does)
+        emu, inputs = emulate(wl, cfg.arch, n, ctas=emulated)  # (make_inputs, then the emulation)
         stages["inputs+emulate"] = time.perf_counter() - t
         t = time.perf_counter()
-        verify(wl, emu, inputs, n)
+        verify(wl, emu, inputs, n, ctas)
         stages["check"] = time.perf_counter() - t
         t = time.perf_counter()
-        r = D.time_emulated(emu, wl, cfg, n, mode)
+        r = D.time_emulated(emu, wl, cfg, n, mode, ctas=ctas)
         stages["time"] = time.perf_counter() - t
     wall = time.perf_counter() - t0
     main, child = _peak_mb()

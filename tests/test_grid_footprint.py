@@ -106,3 +106,31 @@ def test_large_grids_are_replayed_on_a_sample_of_sectors(monkeypatch):
     sampled = waves(fp, 64, 8, 6000, 200, None)
     assert sampled != full
     assert sampled[0] == pytest.approx(full[0], rel=0.02) and sampled[1] == pytest.approx(full[1], rel=0.1)
+
+
+def test_a_cta_emulated_beside_the_sampled_ones_is_footprint_only():
+    """sgemm_maxas_128 h100 512: CTA 4 (one step along y), which the strides need, emulated in the
+    sampled CTAs' run: the footprints have it, the trace and the output check do not, and the
+    result is the one with CTA 4 emulated after, on its own."""
+    from gpusim.config import load_gpu
+    from gpusim.emu.run import emulate, verify
+    from gpusim.timing import driver as D
+    from gpusim.timing.mem.grid import access_kinds
+    from gpusim.timing.sampling import KEEP_HEAD, KEEP_TAIL
+    from gpusim.trace import DynamicTrace
+    from gpusim.trace.footprint import cta_footprints
+    from gpusim.workloads import find_workload
+
+    wl, cfg, n = find_workload("sgemm_maxas_128"), load_gpu("h100"), 512
+    ctas = D.sampled_ctas(wl, n, cfg)
+    beside = D.beside_ctas(wl, n, cfg, ctas)
+    assert ctas == [0, 1, 2, 3] and beside == [4]
+    emu, inputs = emulate(wl, cfg.arch, n, ctas=ctas + beside)
+    alone, alone_inputs = emulate(wl, cfg.arch, n, ctas=ctas)
+    assert {c for c, _, _ in cta_footprints(emu, access_kinds(emu.program, cfg))} == {0, 1, 2, 3, 4}
+    trace = DynamicTrace.from_emulator(emu, keep_loop=(KEEP_HEAD, KEEP_TAIL), ctas=ctas)
+    assert sorted(set(trace.warp_ids // emu.launch.warps_per_cta)) == ctas
+    assert verify(wl, emu, inputs, n, ctas) == verify(wl, alone, alone_inputs, n)
+    assert D.grid_footprint(emu, wl, cfg, n) is not None
+    assert (D.time_emulated(emu, wl, cfg, n, "sampled", ctas=ctas).model_dump()
+            == D.time_emulated(alone, wl, cfg, n, "sampled").model_dump())

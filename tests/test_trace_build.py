@@ -19,13 +19,16 @@ from gpusim.workloads import load_workload
 DATA = Path(__file__).parent / "data"
 
 
-def reference(emu, keep_loop=None):
-    """(records, addresses, access_bytes, elision warps, elision pc_counts) by a loop over the log."""
+def reference(emu, keep_loop=None, ctas=None):
+    """(records, addresses, access_bytes, elision warps, elision pc_counts) by a loop over the log
+    (of the warps of `ctas` alone, None: all)."""
     log, wpc, program = emu.log, emu.launch.warps_per_cta, emu.program
     streams: dict[int, list] = {}
     for step, pc in enumerate(log.pcs):
         mem = log.mem.get(step)
         for j, local in enumerate(log.warps[step]):
+            if ctas is not None and int(emu.ctas[emu.warp_cta[local]]) not in ctas:
+                continue
             gw = int(emu.ctas[emu.warp_cta[local]]) * wpc + int(local) % wpc
             active = int(log.masks[step][j])
             executed = int(log.exec_masks[step][j]) & active
@@ -132,5 +135,25 @@ def test_interleaved_batches_and_unordered_ctas(demo_emu):
     emu.ctas = list(reversed(ctas))
     try:
         assert_same(DynamicTrace.from_emulator(emu), reference(emu))
+        some = emu.ctas[1::2]  # (the others' warps left out, some steps' all of them)
+        assert_same(DynamicTrace.from_emulator(emu, ctas=some), reference(emu, ctas=some))
     finally:
         emu.log, emu.ctas = saved, ctas
+
+
+@pytest.mark.parametrize("name, arch, n", [("sgemm_maxas_64", "sm_90", 128), ("sgemm_maxas_64", "sm_52", 128)])
+def test_trace_of_some_ctas_leaves_the_others_warps_out(name, arch, n):
+    """CTAs emulated beside the traced ones (sampled mode's, for their addresses): the trace is a
+    loop's over the log that skips their warps, elided or not, and their loads add no sectors."""
+    from gpusim.emu.run import emulate
+    from gpusim.workloads import find_workload
+
+    emu, _ = emulate(find_workload(name), arch, n)
+    some = emu.ctas[:2]  # (block row 0: the others load rows of A these do not)
+    for keep in (None, (2, 1)):
+        trace = DynamicTrace.from_emulator(emu, keep_loop=keep, ctas=some)
+        assert_same(trace, reference(emu, keep_loop=keep, ctas=some))
+        assert trace.header["ctas"] == some
+    alone, _ = emulate(find_workload(name), arch, n, ctas=some)
+    assert np.array_equal(trace.elision.load_sectors32,
+                          DynamicTrace.from_emulator(alone, keep_loop=(2, 1)).elision.load_sectors32)

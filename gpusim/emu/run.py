@@ -102,22 +102,24 @@ def more_ctas(emu, ctas: list[int]):
 STORE_OPCODES = ("STG", "ST", "RED", "REDG", "ATOM", "ATOMG")
 
 
-def check(workload, emu, inputs, n: int) -> dict:
+def check(workload, emu, inputs, n: int, ctas: list[int] | None = None) -> dict:
     """Compare each output with its numpy reference (computed in float64 from the logical inputs as
     they were at launch, `at_launch`).
 
     Float outputs pass when the relative Frobenius error is below the workload's tolerance; integer
     outputs must be equal (`emu.compare`). When the emulator ran only some CTAs (sampled mode), only
     the elements their global stores wrote are compared (the others were never computed); `elements`
-    says how many of the buffer's were. A failed output names its first wrong element: the first (in
-    the logical array's C order) whose error exceeds tolerance x the reference's root mean square (one
-    exists whenever the Frobenius test fails), or, for integers, the first that differs. A whole run's
-    outputs are compared a block of rows at a time (`_row_blocks`), read from device memory, against
-    the reference's rows (a matrix product's: those rows of the left operand times the right one)."""
+    says how many of the buffer's were; `ctas` names the emulated CTAs whose stores count (default:
+    all; sampled mode emulates a few more beside those it times, for their addresses). A failed
+    output names its first wrong element: the first (in the logical array's C order) whose error
+    exceeds tolerance x the reference's root mean square (one exists whenever the Frobenius test
+    fails), or, for integers, the first that differs. A whole run's outputs are compared a block of
+    rows at a time (`_row_blocks`), read from device memory, against the reference's rows (a matrix
+    product's: those rows of the left operand times the right one)."""
     inputs = at_launch(workload, inputs, n)
-    if len(emu.ctas) == emu.launch.n_ctas:
+    if len(emu.ctas if ctas is None else ctas) == emu.launch.n_ctas:
         return _check_whole(workload, emu, inputs, n)
-    written = stored_words(emu)
+    written = stored_words(emu, ctas)
     refs = _deferred_references(workload, inputs, n)
     report = {}
     for arg in workload.args:
@@ -513,9 +515,10 @@ def _compare(out, ref, index, shape, tol: float, integer: bool) -> dict:
     return compare_blocks(1, lambda i: (out, ref, 0 if index is None else index), shape, tol, integer)
 
 
-def stored_words(emu) -> dict[str, np.ndarray]:
-    """Per buffer, which of its 32-bit words the emulated global stores wrote (from the trace log's
-    addresses; lanes that did not execute are logged at address 0, outside every buffer)."""
+def stored_words(emu, ctas: list[int] | None = None) -> dict[str, np.ndarray]:
+    """Per buffer, which of its 32-bit words the emulated global stores (of the CTAs `ctas`; None:
+    all) wrote (from the trace log's addresses; lanes that did not execute are logged at address 0,
+    outside every buffer)."""
     from gpusim.errors import EmulationError
 
     if not emu.record:
@@ -523,10 +526,12 @@ def stored_words(emu) -> dict[str, np.ndarray]:
     mem = emu.memory
     masks = {b.name: np.zeros(b.nbytes // 4, bool) for b in mem.buffers}
     opcodes = [ins.opcode for ins in emu.program.instructions]
+    of = None if ctas is None else np.isin(np.asarray(emu.ctas)[emu.warp_cta], ctas)  # per emulated warp
     for step, (addrs, nbytes) in emu.log.mem.items():
         if opcodes[emu.log.pcs[step]] not in STORE_OPCODES:
             continue
-        a = np.asarray(addrs, dtype=np.uint64).reshape(-1)
+        a = np.asarray(addrs, dtype=np.uint64)
+        a = (a if of is None else a.reshape(-1, 32)[of[emu.log.warps[step]]]).reshape(-1)
         for b in mem.buffers:
             inside = a[(a >= np.uint64(b.address)) & (a < np.uint64(b.address + b.nbytes))]
             if inside.size:
@@ -536,12 +541,12 @@ def stored_words(emu) -> dict[str, np.ndarray]:
     return masks
 
 
-def verify(workload, emu, inputs, n: int) -> dict:
-    """`check`, raising WrongResultError (one line: the buffer, its first wrong element and both
-    values) when an output is wrong; the report otherwise."""
+def verify(workload, emu, inputs, n: int, ctas: list[int] | None = None) -> dict:
+    """`check` (of the CTAs `ctas`, default all), raising WrongResultError (one line: the buffer,
+    its first wrong element and both values) when an output is wrong; the report otherwise."""
     from gpusim.errors import WrongResultError
 
-    report = check(workload, emu, inputs, n)
+    report = check(workload, emu, inputs, n, ctas)
     for name, c in report.items():
         if not c["passed"]:
             w = c["first_wrong"]

@@ -25,9 +25,10 @@ def run_workload(workload: str, gpu: str, size: int, mode: str = "detailed", ove
         emu, inputs, result = time_streamed(wl, cfg, size, honour_control_codes)
         report = verify(wl, emu, inputs, size) if check else None  # (a wrong result: no timing is returned)
     else:
-        emu, inputs = emulate(wl, cfg.arch, size, ctas=ctas)
-        report = verify(wl, emu, inputs, size) if check else None
-        result = time_emulated(emu, wl, cfg, size, mode, honour_control_codes, window)
+        emulated = None if ctas is None else ctas + beside_ctas(wl, size, cfg, ctas)
+        emu, inputs = emulate(wl, cfg.arch, size, ctas=emulated)
+        report = verify(wl, emu, inputs, size, ctas) if check else None
+        result = time_emulated(emu, wl, cfg, size, mode, honour_control_codes, window, ctas)
     result.checked, result.check = check, report
     if not wl.is_suite:  # a user's spec: say how its kernel was built and which listing ran
         from gpusim.toolchain.listings import workload_listing
@@ -107,8 +108,9 @@ def _kernel_of(wl, arch: str) -> str | None:
 
 
 def time_emulated(emu, wl, cfg, size: int, mode: str = "detailed", honour_control_codes: bool | None = None,
-                  window=None):
-    """Build the trace of an emulator run and time it."""
+                  window=None, ctas: list[int] | None = None):
+    """Build the trace of an emulator run and time it: of its CTAs `ctas` (default: all; sampled
+    mode emulates a few more beside them for their addresses, `beside_ctas`)."""
     from gpusim.timing.gpu import simulate
     from gpusim.timing.sampling import KEEP_HEAD, KEEP_TAIL
     from gpusim.trace.elide import TraceTooShort
@@ -122,7 +124,7 @@ def time_emulated(emu, wl, cfg, size: int, mode: str = "detailed", honour_contro
     # (the grid's waves give a cold L2's DRAM traffic: a warm run does not use them)
     grid = grid_footprint(emu, wl, cfg, size) if mode == "sampled" and cfg.memory.l2.initial != "warm" else None
     while True:
-        trace = DynamicTrace.from_emulator(emu, workload=wl.name, size=size, keep_loop=keep)
+        trace = DynamicTrace.from_emulator(emu, workload=wl.name, size=size, keep_loop=keep, ctas=ctas)
         try:
             return simulate(emu.program, trace, cfg, workload=wl.name, size=size,
                             honour_control_codes=honour_control_codes, window=window, mode=mode,
@@ -135,9 +137,10 @@ def time_emulated(emu, wl, cfg, size: int, mode: str = "detailed", honour_contro
 
 def grid_footprint(emu, wl, cfg, size: int):
     """Sampled mode's footprints of the whole grid (`gpusim.timing.mem.grid`), from the emulated CTAs
-    and, where their block indices do not tell a stride along every grid dimension, CTA 0 and the CTAs
-    one step along the dimensions they miss (emulated here, for their addresses only); None where the
-    footprints do not move rigidly with the block index."""
+    (those timed and those emulated beside them, `beside_ctas`) and, where their block indices do not
+    tell a stride along every grid dimension, CTA 0 and the CTAs one step along the dimensions they
+    miss (emulated here, on their own, for their addresses only); None where the footprints do not
+    move rigidly with the block index."""
     from gpusim.emu.run import more_ctas
     from gpusim.timing.mem.grid import GridFootprint, access_kinds, extra_ctas
     from gpusim.trace.footprint import cta_footprints
@@ -149,6 +152,27 @@ def grid_footprint(emu, wl, cfg, size: int):
     if extra:
         footprints.update(cta_footprints(more_ctas(emu, extra), kinds))
     return GridFootprint.fit(footprints, kinds, grid)
+
+
+def beside_ctas(wl, size: int, cfg, ctas: list[int]) -> list[int]:
+    """The CTAs sampled mode emulates beside `ctas`, in the same run, for their addresses alone:
+    those `grid_footprint` needs besides them (CTA 0 and the CTAs one step along the grid dimensions
+    the others do not span, `extra_ctas`), where the L2 starts cold (a warm run does not replay the
+    grid's waves). The emulator steps all warps at one PC together: a CTA more costs little there,
+    a run of its own every step again (0.4-0.6 s of the H100 GEMMs at 4096). None for a kernel with
+    global atomics, whose CTAs beside the timed ones could change what theirs return: those are
+    emulated after, on their own."""
+    from gpusim.timing.mem.grid import extra_ctas
+    from gpusim.toolchain.listings import load_program
+
+    if cfg.memory.l2.initial == "warm":
+        return []
+    if any(ins.opcode in ATOMIC_OPCODES for ins in load_program(wl, cfg.arch).instructions):
+        return []
+    return extra_ctas(ctas, wl.geometry(size)[0])
+
+
+ATOMIC_OPCODES = ("ATOM", "ATOMG", "RED", "REDG")  # global atomics and reductions
 
 
 def streams(cfg, mode: str, window) -> bool:

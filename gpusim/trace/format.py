@@ -94,10 +94,13 @@ class DynamicTrace:
     # ---- construction --------------------------------------------------------------------------
     @classmethod
     def from_emulator(cls, emu, workload: str | None = None, size: int | None = None,
-                      keep_loop: tuple[int, int] | None = None) -> "DynamicTrace":
+                      keep_loop: tuple[int, int] | None = None, ctas: list[int] | None = None) -> "DynamicTrace":
         """Build the trace from a finished `Emulator` run with `record=True` (vectorised, see `_LogLayout`).
         `keep_loop=(head, tail)` keeps only the first `head` and last `tail` main-loop iterations of
-        each warp (sampled mode; see `gpusim.trace.elide`); the trace's `elision` says what was left out."""
+        each warp (sampled mode; see `gpusim.trace.elide`); the trace's `elision` says what was left out.
+        `ctas`: the emulated CTAs to trace (default: all); the others' warps are left out, the trace
+        the same as a run of these alone (CTAs emulated beside them for their addresses: a warp's
+        records do not depend on another CTA's, unless one reads what the other writes)."""
         log = emu.log
         n_steps = len(log.pcs)
         if n_steps == 0:
@@ -106,9 +109,21 @@ class DynamicTrace:
         launch, program = emu.launch, emu.program
         wpc = launch.warps_per_cta
         n_local = len(emu.warp_cta)
-        gwarp_of_local = np.asarray(emu.ctas, dtype=np.int64)[np.asarray(emu.warp_cta)] * wpc + np.arange(n_local) % wpc
+        cta_of_local = np.asarray(emu.ctas, dtype=np.int64)[np.asarray(emu.warp_cta)]
+        gwarp_of_local = cta_of_local * wpc + np.arange(n_local) % wpc
+        traced, n_traced = None, n_local  # per emulated warp, whether the trace has it (None: all)
+        if ctas is not None:
+            missing = sorted(set(ctas) - set(emu.ctas))
+            if missing:
+                raise TraceFormatError(f"CTA {missing[0]} was not emulated", program.kernel)
+            traced = np.isin(cta_of_local, np.asarray(ctas, dtype=np.int64))
+            n_traced = int(traced.sum())
+            if not n_traced:
+                raise TraceFormatError("no CTA to trace", program.kernel)
+            if traced.all():
+                traced = None
         exec_exact = log.exec_masks is not None and len(log.exec_masks) == n_steps
-        lay = _LogLayout(log, gwarp_of_local)
+        lay = _LogLayout(log, gwarp_of_local, traced)
         mem_steps = np.array(sorted(log.mem), dtype=np.int64)
         step_rows = lay.counts[mem_steps]  # address rows per memory step
         if any(log.mem[s][0].shape[0] != c for s, c in zip(mem_steps, step_rows)):
@@ -117,12 +132,12 @@ class DynamicTrace:
         # records to keep (all, or all but the left-out main-loop iterations)
         view, elision = lay, None
         if keep_loop is not None and exec_exact:
-            pc_counts = np.bincount(lay.step_pcs, weights=lay.counts, minlength=len(program)).astype(np.int64)
+            pc_counts = np.bincount(lay.step_pcs, weights=lay.traced_counts, minlength=len(program)).astype(np.int64)
             cut = elide_segments(program, lay.step_pcs, lay._sorted[0], lay.seg_step, lay.length, lay.seg_pos,
-                                 pc_counts, n_local, *keep_loop)
+                                 pc_counts, n_traced, *keep_loop)
             if cut is not None:
                 elision, lo, hi = cut
-                elision.load_sectors32 = _load_sectors(program, log, mem_steps, lay.counts)
+                elision.load_sectors32 = _load_sectors(program, log, mem_steps, traced)
                 view = _Kept(lay, lo, hi)
         moved = view.moved  # trace positions of the full trace in the kept one (-1: left out)
 
@@ -158,15 +173,16 @@ class DynamicTrace:
         addresses = np.empty((len(mem_pos), 32), dtype=np.uint64)
         access_bytes = np.empty(len(mem_pos), dtype=np.uint8)
         row_start = np.r_[0, np.cumsum(step_rows)]
-        if elision is None:
+        some_left_out = elision is not None or traced is not None
+        if not some_left_out:
             use = range(len(mem_steps))
-        else:  # the steps with kept rows only (most are left out)
+        else:  # the steps with kept rows only (with an elision, most are left out)
             before = np.r_[0, np.cumsum(new_row >= 0)]
             use = np.flatnonzero(before[row_start[1:]] > before[row_start[:-1]]).tolist()
         for j in use:
             rows = new_row[row_start[j]:row_start[j + 1]]
             block, nbytes = log.mem[int(mem_steps[j])]
-            if elision is not None:
+            if some_left_out:
                 kept = rows >= 0
                 if not kept.all():
                     rows, block = rows[kept], block[kept]
@@ -186,7 +202,8 @@ class DynamicTrace:
             addresses[partial] = np.where(lane_bits, addresses[partial], np.uint64(0))
 
         header = make_header(program, launch.grid, launch.block, launch.dynamic_shared_bytes, wpc,
-                             sorted(int(c) for c in emu.ctas), workload=workload, size=size, source="emulator",
+                             sorted(int(c) for c in (emu.ctas if ctas is None else ctas)), workload=workload,
+                             size=size, source="emulator",
                              exec_mask_exact=bool(exec_exact), active_mask_exact=True)
         trace = cls(header, records, addresses, access_bytes)
         trace.elision = elision
@@ -350,9 +367,11 @@ class _LogLayout:
     of run length x warps records, so the records of one warp in one run (a *segment*) are one
     contiguous piece of the trace, in the run's step order. Sorting the segments (by global warp,
     then run: a few per run) instead of the records gives every record's position; fields that are
-    constant over a segment (warp, active mask) or over a step (PC) are then written run-length."""
+    constant over a segment (warp, active mask) or over a step (PC) are then written run-length.
+    `traced` (per emulated warp; None: all) leaves the segments of the other warps out: they have
+    no trace position (-1), and `traced_counts` gives each step's traced warps."""
 
-    def __init__(self, log, gwarp_of_local: np.ndarray):
+    def __init__(self, log, gwarp_of_local: np.ndarray, traced: np.ndarray | None = None):
         n_steps = len(log.pcs)
         self.counts = np.fromiter(map(len, log.warps), dtype=np.int64, count=n_steps)
         self.step_pcs = np.asarray(log.pcs, dtype=np.int64)
@@ -365,13 +384,18 @@ class _LogLayout:
         run_k = self.counts[self.run_first]
         self.run_seg0 = np.r_[0, np.cumsum(run_k)[:-1]].astype(np.int64)  # first segment of each run
         seg_run = np.repeat(np.arange(len(self.run_first)), run_k)
-        seg_warp = gwarp_of_local[np.concatenate([log.warps[s] for s in self.run_first]).astype(np.int64)]
+        seg_local = np.concatenate([log.warps[s] for s in self.run_first]).astype(np.int64)
+        seg_warp = gwarp_of_local[seg_local]
         seg_mask = np.concatenate([log.masks[s] for s in self.run_first]).astype(np.uint32)
         order = np.lexsort((seg_run, seg_warp))  # trace order of the segments
+        self.traced_counts = self.counts
+        if traced is not None:
+            order = order[traced[seg_local[order]]]
+            self.traced_counts = np.repeat(np.bincount(seg_run[traced[seg_local]], minlength=len(run_len)), run_len)
         self.length = run_len[seg_run[order]]
         start = np.r_[0, np.cumsum(self.length)[:-1]].astype(np.int64)
         self.n = int(self.length.sum())
-        self.seg_start = np.empty(len(order), dtype=np.int64)  # trace position of each segment's first record
+        self.seg_start = np.full(len(seg_run), -1, dtype=np.int64)  # trace position of each segment's first record
         self.seg_start[order] = start
         self._sorted = (seg_warp[order], seg_mask[order], self.run_first[seg_run[order]] - start)
         self.seg_step, self.seg_pos = self.run_first[seg_run[order]], start  # per segment in trace order
@@ -402,14 +426,15 @@ class _LogLayout:
 
     def positions(self, steps: np.ndarray) -> np.ndarray:
         """Trace positions of the records of `steps` (ascending), step by step, each step's warps in
-        the log's order (the order of its address rows and masks)."""
+        the log's order (the order of its address rows and masks); -1 for warps not traced."""
         if not len(steps):
             return np.zeros(0, dtype=np.int64)
         run = np.searchsorted(self.run_first, steps, side="right") - 1
         k = self.counts[steps]
         first = np.r_[0, np.cumsum(k)[:-1]]
         j = np.arange(int(k.sum()), dtype=np.int64) - np.repeat(first, k)  # index of the warp within its step
-        return self.seg_start[np.repeat(self.run_seg0[run], k) + j] + np.repeat(steps - self.run_first[run], k)
+        start = self.seg_start[np.repeat(self.run_seg0[run], k) + j]
+        return np.where(start >= 0, start + np.repeat(steps - self.run_first[run], k), -1)
 
 
 class _Kept:
@@ -452,22 +477,27 @@ class _Kept:
         return self.lay.step_pcs.astype(np.int32)[step]
 
     def moved(self, at: np.ndarray) -> np.ndarray:
-        """Positions in the kept trace of the full trace's positions `at` (-1: left out)."""
+        """Positions in the kept trace of the full trace's positions `at` (-1: left out, or not in
+        the full trace)."""
         w = np.searchsorted(self._warp_pos, at, side="right") - 1
         lo, hi = self._lo[w], self._hi[w]
         out = at - self._removed[w] - np.where(at >= hi, hi - lo, 0)
-        out[(at >= lo) & (at < hi)] = -1
+        out[((at >= lo) & (at < hi)) | (at < 0)] = -1
         return out
 
 
-def _load_sectors(program, log, mem_steps, counts) -> np.ndarray:
-    """Distinct 32-byte sectors read by every global-load record of the log (kept or not)."""
+def _load_sectors(program, log, mem_steps, traced: np.ndarray | None = None) -> np.ndarray:
+    """Distinct 32-byte sectors read by every global-load record of the log (kept or not) of the
+    traced warps (`traced`: per emulated warp; None: all)."""
     is_load = np.array([ins.opcode in GLOBAL_LOAD_OPCODES for ins in program.instructions], dtype=bool)
     steps = [int(s) for s in mem_steps if is_load[log.pcs[s]]]
     if not steps:
         return np.zeros(0, np.uint64)
     addresses = np.concatenate([log.mem[s][0] for s in steps]).astype(np.uint64, copy=False).reshape(-1, 32)
     masks = np.concatenate([log.exec_masks[s] & log.masks[s] for s in steps]).astype(np.uint32)
+    if traced is not None:
+        rows = traced[np.concatenate([log.warps[s] for s in steps])]
+        addresses, masks = addresses[rows], masks[rows]
     partial = np.flatnonzero(masks != np.uint32(0xFFFFFFFF))  # (rows whose lanes all executed keep their addresses)
     if len(partial):
         bits = ((masks[partial, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)

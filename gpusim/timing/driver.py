@@ -159,7 +159,7 @@ def beside_ctas(wl, size: int, cfg, ctas: list[int]) -> list[int]:
     those `grid_footprint` needs besides them (CTA 0 and the CTAs one step along the grid dimensions
     the others do not span, `extra_ctas`), where the L2 starts cold (a warm run does not replay the
     grid's waves). The emulator steps all warps at one PC together: a CTA more costs little there,
-    a run of its own every step again (0.4-0.6 s of the H100 GEMMs at 4096). None for a kernel with
+    a run of its own every step again (0.4-0.6 s of the H100 GEMMs at 4096). Nothing for a kernel with
     global atomics, whose CTAs beside the timed ones could change what theirs return: those are
     emulated after, on their own."""
     from gpusim.timing.mem.grid import extra_ctas

@@ -16,6 +16,7 @@ from gpusim.timing.sampling import Sampler
 from gpusim.timing.sm import SM
 from gpusim.timing.static import GLOAD, GSTORE, SMEM, IssueFacts, static_info
 from gpusim.trace.elide import distinct_sectors
+from gpusim.trace.lanes import lane_bits
 
 
 _MASK64 = (1 << 64) - 1
@@ -594,7 +595,7 @@ def mem_exec_masks(trace) -> np.ndarray:
 
 def exec_lanes(mem_exec: np.ndarray, rows) -> np.ndarray:
     """Which of the 32 lanes executed address row(s) `rows` (bool, `rows`' shape x 32)."""
-    return ((mem_exec[rows][..., None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
+    return lane_bits(mem_exec[rows])
 
 
 def global_sector_rows(trace, record_kinds, mem_exec, shift: int, chunk: int = 65536):

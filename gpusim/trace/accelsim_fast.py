@@ -35,6 +35,7 @@ from gpusim.trace.accelsim import (
     width_from_opcode,
 )
 from gpusim.trace.format import RECORD_DTYPE, DynamicTrace, make_header
+from gpusim.trace.lanes import lane_bits
 
 BLOCK_BYTES = 1 << 21  # text parsed per step (2 MB: its temporaries stay in cache and are reused)
 PAD = 512  # bytes after a block, so that fixed-width windows never run off its end
@@ -555,7 +556,7 @@ class _Reader:
             by_rank = base[delta, None] + self.tail_prefix[tid[delta]]
             part = ~full[delta]
             if part.any():
-                bits = _lanes(mask[delta][part])
+                bits = lane_bits(mask[delta][part])
                 rank = np.maximum(np.cumsum(bits, axis=1) - 1, 0)
                 by_rank[part] = np.take_along_axis(by_rank[part], rank, axis=1)
             rows[delta] = _active(by_rank, mask[delta], full[delta])
@@ -587,7 +588,7 @@ class _Reader:
         by_rank[line, rank] = _hex_value(digits, 16)
         part = np.flatnonzero(~full)
         if len(part):
-            order = np.maximum(np.cumsum(_lanes(mask[part]), axis=1) - 1, 0)
+            order = np.maximum(np.cumsum(lane_bits(mask[part]), axis=1) - 1, 0)
             by_rank[part] = np.take_along_axis(by_rank[part], order, axis=1)
         rows[at[ok]] = _active(by_rank, mask, full)[ok]
         return ok
@@ -647,16 +648,12 @@ def _decimal_after(buf: np.ndarray, s: np.ndarray, e: np.ndarray, prefix: bytes)
     return np.where(good, value, -1)
 
 
-def _lanes(mask: np.ndarray) -> np.ndarray:
-    """(n, 32) bool: bit t of each mask."""
-    return np.unpackbits(mask.astype("<u4").view(np.uint8).reshape(-1, 4), axis=1, bitorder="little").view(bool)
-
 
 def _active(rows: np.ndarray, mask: np.ndarray, full: np.ndarray) -> np.ndarray:
     """`rows` with the lanes outside each mask set to 0."""
     part = ~full
     if part.any():
-        rows[part] = np.where(_lanes(mask[part]), rows[part], np.uint64(0))
+        rows[part] = np.where(lane_bits(mask[part]), rows[part], np.uint64(0))
     return rows
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpusim.trace.lanes import lane_bits
+
 
 def cta_footprints(emu, kind_of_pc: np.ndarray, shift: int = 5) -> dict:
     """{(cta id, instruction index, warp of the CTA): sorted distinct sector numbers (uint64)} over the
@@ -30,7 +32,7 @@ def cta_footprints(emu, kind_of_pc: np.ndarray, shift: int = 5) -> dict:
     for s in keep:
         block = log.mem[s][0].reshape(-1, 32).astype(np.uint64, copy=False)
         mask = (log.exec_masks[s] & log.masks[s]) if exact else log.masks[s]
-        lanes = ((np.asarray(mask, dtype=np.uint32)[:, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
+        lanes = lane_bits(mask)
         secs = block >> np.uint64(shift)
         # a lane whose sector is its executing left neighbour's adds nothing (most lanes of a coalesced access)
         repeat = np.zeros_like(lanes)

@@ -56,6 +56,7 @@ import numpy as np
 
 from gpusim.errors import TraceFormatError
 from gpusim.trace.elide import GLOBAL_LOAD_OPCODES, distinct_sectors, elide_segments
+from gpusim.trace.lanes import lane_bits
 
 TRACE_FORMAT = "gpusim-dynamic-trace"
 TRACE_FORMAT_VERSION = 1
@@ -198,8 +199,7 @@ class DynamicTrace:
         mem_exec = exec_mask[mem_pos]
         partial = np.flatnonzero(mem_exec != np.uint32(0xFFFFFFFF))
         if len(partial):
-            lane_bits = ((mem_exec[partial][:, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
-            addresses[partial] = np.where(lane_bits, addresses[partial], np.uint64(0))
+            addresses[partial] = np.where(lane_bits(mem_exec[partial]), addresses[partial], np.uint64(0))
 
         header = make_header(program, launch.grid, launch.block, launch.dynamic_shared_bytes, wpc,
                              sorted(int(c) for c in (emu.ctas if ctas is None else ctas)), workload=workload,
@@ -500,6 +500,5 @@ def _load_sectors(program, log, mem_steps, traced: np.ndarray | None = None) -> 
         addresses, masks = addresses[rows], masks[rows]
     partial = np.flatnonzero(masks != np.uint32(0xFFFFFFFF))  # (rows whose lanes all executed keep their addresses)
     if len(partial):
-        bits = ((masks[partial, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
-        addresses[partial] = np.where(bits, addresses[partial], np.uint64(0))
+        addresses[partial] = np.where(lane_bits(masks[partial]), addresses[partial], np.uint64(0))
     return distinct_sectors(addresses)

@@ -170,6 +170,17 @@ def build_trace(c: dict, lpm: int) -> list[int]:
 # "dirty cap D" = when dirty data exceed D MiB the oldest-written dirty line is written back and stays,
 # clean. Capacities C, P and caps D in MiB.
 
+def _store(dirty: OrderedDict, a: int, dcap: int | None) -> int:
+    """Line `a` stored: it is the newest dirty line; with a dirty cap, the oldest-written one is written
+    back (and stays, clean) when there are more than `dcap`. The lines written back (0 or 1)."""
+    dirty[a] = None
+    dirty.move_to_end(a)
+    if dcap is not None and len(dirty) > dcap:
+        dirty.popitem(last=False)
+        return 1
+    return 0
+
+
 def lru(tr, lpm, C=36.0):
     """Plain LRU over lines, capacity C."""
     cap, cache, rd, wr = int(C * lpm), OrderedDict(), 0, 0
@@ -209,11 +220,7 @@ def lru_dirty_cap(tr, lpm, C=36.0, D=21.5, reach=None):
                     wr += 1
             cache[a] = None
         if st:
-            dirty[a] = None
-            dirty.move_to_end(a)
-            if len(dirty) > dcap:
-                dirty.popitem(last=False)
-                wr += 1
+            wr += _store(dirty, a, dcap)
         if rcap and (st or hit):
             reused[a] = None
             reused.move_to_end(a)
@@ -226,34 +233,16 @@ def lru_dirty_cap(tr, lpm, C=36.0, D=21.5, reach=None):
 
 def set_assoc(tr, lpm, C=40.0, A=16, D=None):
     """Hashed sets of A ways (C / A sets, random set per line), LRU within a set; optional dirty cap."""
-    nsets = max(1, int(C * lpm) // A)
-    sets = [[] for _ in range(nsets)]  # index 0 = MRU
-    dirty, dcap, rd, wr = OrderedDict(), int(D * lpm) if D else None, 0, 0
-    for x in tr:
-        a, st = x >> 2, x & 2
-        s = sets[(a >> 3) % nsets]
-        if a in s:
-            s.remove(a)
-        else:
-            rd += not st
-            if len(s) >= A and dirty.pop(s.pop(), 0) is None:
-                wr += 1
-        s.insert(0, a)
-        if st:
-            dirty[a] = None
-            dirty.move_to_end(a)
-            if dcap is not None and len(dirty) > dcap:
-                dirty.popitem(last=False)
-                wr += 1
-    return rd, wr
+    return clean_first(tr, lpm, C=C, K=0, D=D, A=A)
 
 
 def clean_first(tr, lpm, C=40.0, K=8, D=21.5, A=32):
-    """Hashed sets of A = 32 ways, LRU order; victim = the oldest clean line among the set's K oldest
-    ways if there is one, else the oldest; dirty cap D."""
+    """Hashed sets of A ways (C / A sets, random set per line), LRU order; victim = the oldest clean line
+    among the set's K oldest ways if there is one, else the oldest (K = 0: plain LRU sets); dirty cap D
+    (None: none)."""
     nsets = max(1, int(C * lpm) // A)
-    sets = [[] for _ in range(nsets)]
-    dirty, dcap, rd, wr = OrderedDict(), int(D * lpm), 0, 0
+    sets = [[] for _ in range(nsets)]  # index 0 = MRU
+    dirty, dcap, rd, wr = OrderedDict(), int(D * lpm) if D else None, 0, 0
     for x in tr:
         a, st = x >> 2, x & 2
         s = sets[(a >> 3) % nsets]
@@ -271,11 +260,7 @@ def clean_first(tr, lpm, C=40.0, K=8, D=21.5, A=32):
                     wr += 1
         s.insert(0, a)
         if st:
-            dirty[a] = None
-            dirty.move_to_end(a)
-            if len(dirty) > dcap:
-                dirty.popitem(last=False)
-                wr += 1
+            wr += _store(dirty, a, dcap)
     return rd, wr
 
 
@@ -301,11 +286,7 @@ def bip(tr, lpm, C=40.0, eps=0.125, D=21.5, seed=1):
                     cache.move_to_end(a, last=False)
         if st:
             cache.move_to_end(a)
-            dirty[a] = None
-            dirty.move_to_end(a)
-            if len(dirty) > dcap:
-                dirty.popitem(last=False)
-                wr += 1
+            wr += _store(dirty, a, dcap)
     return rd, wr
 
 
@@ -323,7 +304,7 @@ def two_halves(tr, lpm, q=0.35, D=21.5, nw=True, A=None, P=HALF_MIB, split=True,
       back and stays, clean. Stores that hit (re-writes) do not trigger it.
     (Ablations: split=False makes it one cache of 2P without replicas; D=None: no cap; q=1: plain LRU.)"""
     rand = random.Random(seed).random
-    dcap = int(D * lpm) if D is not None else 1 << 60
+    dcap = int(D * lpm) if D is not None else None
     if not split:
         P *= 2
     dirty: OrderedDict = OrderedDict()  # write order
@@ -406,11 +387,7 @@ def two_halves(tr, lpm, q=0.35, D=21.5, nw=True, A=None, P=HALF_MIB, split=True,
                 fresh[home].pop(a, None)
             else:
                 fresh_set.discard(a)
-            dirty[a] = None
-            dirty.move_to_end(a)
-            if miss and len(dirty) > dcap:
-                dirty.popitem(last=False)
-                wr += 1
+            wr += _store(dirty, a, dcap if miss else None)
     return rd, wr
 
 

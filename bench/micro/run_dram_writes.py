@@ -116,28 +116,22 @@ def ncu_child(cubin: str, which: str) -> None:
     n4 = lambda mib: np.int64(mib * MB // 16)  # noqa: E731
     big = None
     for c in SETS[which]():
-        if c["kernel"] in ("tp_naive", "tp_sector", "tp_colread", "st_delay"):
+        if "S" in c:  # sets "partial" and "transpose": 256 MiB buffers, made at the first such case
             if big is None:
                 big = (cp.zeros(256 * MB // 4, dtype=cp.float32), cp.ones(256 * MB // 4, dtype=cp.float32))
-            m = int(round((c["S"] * MB // 4) ** 0.5))
-            if c["kernel"] == "st_delay":
-                lines = np.int64(c["S"] * MB // 128)
-                mod.get_function("st_delay")((int(lines // 32),), (32, 8),
-                                             (big[0], lines, np.float32(2.0), np.int32(c["spin"])))
-            else:
-                mod.get_function(c["kernel"])((m // 32, m // 32), (32, 8), (big[1], big[0], np.int32(m)))
-            cp.cuda.runtime.deviceSynchronize()
-            continue
-        if c["kernel"] in ("st_tpose", "st_sector", "copy_il"):
-            if big is None:
-                big = (cp.zeros(256 * MB // 4, dtype=cp.float32), cp.ones(256 * MB // 4, dtype=cp.float32))
-            lines = np.int64(c["S"] * MB // 128)
-            if c["kernel"] == "st_tpose":
-                mod.get_function("st_tpose")((int(lines // 32),), (32, 8), (big[0], lines, np.float32(2.0)))
-            elif c["kernel"] == "st_sector":
-                mod.get_function("st_sector")((int(lines // 64),), (32, 8), (big[0], lines, np.float32(2.0)))
-            else:
-                mod.get_function("copy_il")((grid,), (block,), (big[1], big[0], n4(c["S"])))
+            out, inp = big
+            k, lines = c["kernel"], np.int64(c["S"] * MB // 128)
+            if k == "st_tpose":
+                mod.get_function(k)((int(lines // 32),), (32, 8), (out, lines, np.float32(2.0)))
+            elif k == "st_delay":
+                mod.get_function(k)((int(lines // 32),), (32, 8), (out, lines, np.float32(2.0), np.int32(c["spin"])))
+            elif k == "st_sector":
+                mod.get_function(k)((int(lines // 64),), (32, 8), (out, lines, np.float32(2.0)))
+            elif k == "copy_il":
+                mod.get_function(k)((grid,), (block,), (inp, out, n4(c["S"])))
+            else:  # the transposes, of m x m floats
+                m = int(round((c["S"] * MB // 4) ** 0.5))
+                mod.get_function(k)((m // 32, m // 32), (32, 8), (inp, out, np.int32(m)))
             cp.cuda.runtime.deviceSynchronize()
             continue
         if c["kernel"] == "wr_rd":

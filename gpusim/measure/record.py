@@ -17,6 +17,8 @@ import math
 import statistics
 from pathlib import Path
 
+from gpusim.measure.backend import CupyDevice
+
 SCHEMA = 1
 REQUIRED = {"schema": int, "workload": str, "size": int, "kernel": dict, "launch": dict, "check": (dict, type(None)),
             "timing": (dict, type(None)), "clocks": (dict, type(None)), "ncu": (dict, type(None)), "env": dict,
@@ -40,8 +42,8 @@ def percentile(sorted_vals: list[float], q: float) -> float:
 
 
 HOST_PACED = "CUDA event pair per launch, launches back to back after warm-ups, same buffers (warm L2)"
-QUEUED = ("CUDA event pair per launch, launches back to back after warm-ups, same buffers (warm L2), "
-          "enqueued in batches of 64 behind a blocking kernel (queued: the host does not pace them)")
+QUEUED = (f"{HOST_PACED}, enqueued in batches of {CupyDevice.QUEUE_BATCH} behind a blocking kernel (queued: the "
+          "host does not pace them)")
 
 
 def timing_stats(all_ms: list[float], span_ms: float | None, warmup: int, flops: float | None,

@@ -137,3 +137,35 @@ extern "C" __global__ void st_delay(float* out, long long lines, float v, int sp
         while (clock64() - t0 < (long long)(threadIdx.y + 1) * spin) { }
     }
 }
+
+// ---- set "copy" (run_dram_writes.py --set copy): how the write-back of streamed output grows as the
+// data touched after it approach the L2's capacity, in the order a one-element-per-thread kernel
+// (copy_float4) makes, and whether the load path matters. copy_il above is not that order: its
+// `unroll 4` makes each thread load four elements a grid stride apart before it stores them, so at
+// S <= 16.5 MiB the whole grid reads its input before it writes (read, then write).
+//   copy_1pt        out[i] = in[i], one float4 per thread, no loop: CTAs of 256 threads stream through
+//                   the buffers in launch order, each writing right after it reads (read-only loads).
+//   copy_1pt_plain  the same with plain loads (no __restrict__: LDG.E.128, not .CONSTANT).
+//   copy_gs1        copy_il with `unroll 1`: 8 x SMs CTAs, each thread load, store, load, store, ...
+//   tp_naive_nc     tp_naive with __restrict__ pointers (read-only loads of the input).
+extern "C" __global__ void copy_1pt(const float4* __restrict__ in, float4* out, long long n) {
+    const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n) out[i] = in[i];
+}
+
+extern "C" __global__ void copy_1pt_plain(const float4* in, float4* out, long long n) {
+    const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n) out[i] = in[i];
+}
+
+extern "C" __global__ void copy_gs1(const float4* __restrict__ in, float4* out, long long n) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+#pragma unroll 1
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += stride) out[i] = in[i];
+}
+
+extern "C" __global__ void tp_naive_nc(const float* __restrict__ in, float* __restrict__ out, int m) {
+    const int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+#pragma unroll
+    for (int j = 0; j < 32; j += 8) out[(long long)x * m + y + j] = in[(long long)(y + j) * m + x];
+}

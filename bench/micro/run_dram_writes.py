@@ -6,6 +6,11 @@
     python3 bench/micro/run_dram_writes.py --dry-run              # compile only, list the cases
     python3 bench/micro/run_dram_writes.py --set partial --out R  # partial-sector stores, copies near capacity
     python3 bench/micro/run_dram_writes.py --set transpose --out R  # transpose_naive and variants
+    python3 bench/micro/run_dram_writes.py --set copy --out R       # streamed copies, finer write-then-read
+    python3 bench/micro/run_dram_writes.py --set layout --out R     # copies/transposes: buffer placement, data
+    python3 bench/micro/run_dram_writes.py --set upload --out R     # the same, buffers uploaded just before
+    python3 bench/micro/run_dram_writes.py --set first --out R      # a copy as the process's first kernel
+    python3 bench/micro/run_dram_writes.py --set fresh --out R      # newly allocated memory against reused
 
 Every case is one launch profiled once by Nsight Compute (`--cache-control all`, its default: L2 is
 flushed before the launch, so it starts cold) with a small metric set (DRAM bytes read/written, L2
@@ -37,7 +42,7 @@ METRICS = ["gpc__cycles_elapsed.max", "gpu__time_duration.sum", "dram__bytes_rea
            "lts__t_sectors_op_read.sum", "lts__t_sectors_op_write.sum"]
 MB = 1 << 20
 KERNELS = ("wr_rd", "wr_hot", "wr_twice", "st_tpose", "st_sector", "copy_il", "tp_naive", "tp_sector", "tp_colread",
-           "st_delay")
+           "st_delay", "copy_1pt", "copy_1pt_plain", "copy_gs1", "tp_naive_nc")
 
 
 def cases() -> list[dict]:
@@ -88,6 +93,50 @@ def transpose_cases() -> list[dict]:
     return out
 
 
+def copy_cases() -> list[dict]:
+    """Set "copy": streamed copies in copy_float4's order near the L2's capacity (S: MiB per buffer), the
+    same with plain loads and with a one-element grid-stride loop; writes of 4 MiB followed by reads of
+    R MiB at finer steps than set "writes" (how the write-back grows with the data touched after a
+    line); transpose_naive with read-only loads; repeats of four cases (the launch-to-launch spread)."""
+    out = [{"kernel": "copy_1pt", "S": s} for s in (8, 12, 14, 16, 18, 20, 24, 32, 64)]
+    out += [{"kernel": k, "S": s} for k in ("copy_1pt_plain", "copy_gs1") for s in (16, 20, 24)]
+    out += [{"kernel": "wr_rd", "order": "write_then_read", "W": 4, "R": r} for r in (20, 22, 26, 28, 30, 34, 36, 40, 44)]
+    out += [{"kernel": "tp_naive_nc", "S": s} for s in (16, 64)]
+    out += [{"kernel": "copy_1pt", "S": s} for s in (16, 20)]
+    out += [{"kernel": "wr_rd", "order": "write_then_read", "W": 4, "R": r} for r in (28, 32)]
+    return out
+
+
+def layout_cases() -> list[dict]:
+    """Set "layout": does where the buffers lie, or what they hold, change the write-back of a copy or
+    transpose near capacity? `layout` far: input and output 256 MiB apart (the other sets); adjacent:
+    the output right after the input in one allocation (as consecutive allocations of a pool lie, the
+    validation harness's case); gap: adjacent plus 2 MiB + 384 KiB. `values` random: the input holds
+    random floats instead of ones (the harness's inputs)."""
+    out = []
+    for s in (16, 20):
+        for lay in ("far", "adjacent", "gap"):
+            out.append({"kernel": "copy_1pt", "S": s, "layout": lay})
+        out.append({"kernel": "copy_1pt", "S": s, "layout": "far", "values": "random"})
+    for lay in ("far", "adjacent"):
+        out.append({"kernel": "tp_naive", "S": 16, "layout": lay})
+        out.append({"kernel": "tp_colread", "S": 16, "layout": lay})
+    out += [{"kernel": "copy_1pt", "S": 16, "layout": lay} for lay in ("adjacent", "far")]  # repeats
+    return out
+
+
+def upload_cases() -> list[dict]:
+    """Set "upload": the same copies and transposes with their buffers filled by host-to-device copies
+    just before the launch, as `gpusim measure` fills them (`upload`: input and output, `upload_in`,
+    `upload_out`: one of them; the rest as set "layout"'s `far`)."""
+    out = []
+    for k, s in (("copy_1pt", 16), ("copy_1pt", 20), ("tp_naive", 16), ("tp_colread", 16)):
+        for up in ("upload", "upload_in", "upload_out", None):
+            out.append({"kernel": k, "S": s, "fill": up})
+    out += [{"kernel": "copy_1pt", "S": 16, "fill": up} for up in ("upload", None)]  # repeats
+    return out
+
+
 FULL_CASES = [  # profiled again with the full (multi-pass) metric set
     {"kernel": "wr_rd", "order": "write_then_read", "W": 0, "R": 64},
     {"kernel": "wr_rd", "order": "write_then_read", "W": 16, "R": 32},
@@ -103,11 +152,82 @@ def compile_cubin(nvcc: str, build: str) -> dict:
     return {"cubin": cubin, "command": " ".join(map(shlex.quote, cmd)), "nvcc_version": run_cmd([nvcc, "--version"]).strip()}
 
 
+def first_cases() -> list[dict]:
+    """Set "first": is the first kernel a process launches different? copy_1pt of S MiB with buffers
+    uploaded by host-to-device copies and no kernel before it in the process (as `gpusim measure
+    --single` launches a validation kernel), then the same launch repeated in that process. The child
+    runs in its own process per set, so the first case below is the process's first kernel."""
+    return [{"kernel": "copy_1pt", "S": s, "fill": "upload", "launch": i} for i, s in enumerate((16, 16, 20, 16))]
+
+
+def first_child(mod, cp, np) -> None:
+    for c in first_cases():
+        nbytes = c["S"] * MB
+        inp = cp.asarray(np.random.default_rng(0).random(nbytes // 4, dtype=np.float32))
+        out = cp.asarray(np.full(nbytes // 4, np.nan, dtype=np.float32))
+        cp.cuda.runtime.deviceSynchronize()
+        n = np.int64(nbytes // 16)
+        mod.get_function("copy_1pt")((int(n // 256),), (256,), (inp, out, n))
+        cp.cuda.runtime.deviceSynchronize()
+        del inp, out
+
+
+FRESH_STEPS = (  # (kernel, MiB, what the buffers are), in launch order; set "fresh"
+    ("read", 64, "fresh"), ("read", 64, "again"), ("read", 128, "fresh"),
+    ("copy_1pt", 16, "fresh"), ("copy_1pt", 16, "again"), ("copy_1pt", 16, "fresh"),
+    ("copy_1pt", 16, "fresh, read first"), ("copy_1pt", 16, "fresh, written first"))
+
+
+def fresh_cases() -> list[dict]:
+    """Set "fresh": does the first GPU kernel to touch newly allocated memory leave dirty data in L2
+    (set "first": a copy as the process's first kernel wrote back 0.98 MiB, its repeat 0.17)? In one
+    process, with no kernel before the first: read-only kernels (wr_rd with W = 0) and copies on buffers
+    `fresh` (the memory pool emptied, cudaMalloc'd anew, filled by host-to-device copies), used `again`,
+    or fresh but first read (`read first`: a read-only kernel over both, not profiled apart: it is a
+    profiled launch of its own, listed as kernel "read") or written (`written first`: cupy fill kernels)."""
+    out = []
+    for k, mib, how in FRESH_STEPS:
+        if how == "fresh, read first":
+            out += [{"kernel": "wr_rd", "order": "write_then_read", "W": 0, "R": mib, "step": "touch input"},
+                    {"kernel": "wr_rd", "order": "write_then_read", "W": 0, "R": mib, "step": "touch output"}]
+        out.append({"kernel": "wr_rd", "order": "write_then_read", "W": 0, "R": mib, "step": how} if k == "read"
+                   else {"kernel": k, "S": mib, "step": how})
+    return out
+
+
+def fresh_child(mod, cp, np) -> None:
+    pool = cp.get_default_memory_pool()
+    sink = cp.zeros(1, dtype=cp.float32)  # (a memset: no kernel)
+    upload = lambda mib, v: cp.asarray(np.full(mib * MB // 4, v, dtype=np.float32))  # noqa: E731
+    read = lambda buf, mib: mod.get_function("wr_rd")(  # noqa: E731
+        (8 * 132,), (256,), (buf, np.int64(0), buf, np.int64(mib * MB // 16), sink, np.int32(0), np.float32(0)))
+    bufs = None
+    for k, mib, how in FRESH_STEPS:
+        if how != "again":
+            bufs = None
+            pool.free_all_blocks()
+            bufs = (upload(mib, 1.0), upload(mib, np.nan))
+            if how == "fresh, written first":
+                bufs[0].fill(1.0), bufs[1].fill(0.0)
+            cp.cuda.runtime.deviceSynchronize()
+            if how == "fresh, read first":
+                read(bufs[0], mib), read(bufs[1], mib)
+        n = np.int64(mib * MB // 16)
+        if k == "read":
+            read(bufs[0], mib)
+        else:
+            mod.get_function(k)((int(n // 256),), (256,), (bufs[0], bufs[1], n))
+        cp.cuda.runtime.deviceSynchronize()
+
+
 def ncu_child(cubin: str, which: str) -> None:
     """The launches Nsight Compute profiles (one each)."""
     import cupy as cp
     import numpy as np
     mod = cp.RawModule(path=cubin)
+    if which in ("first", "fresh"):  # no buffers made by kernels before the first launch
+        (first_child if which == "first" else fresh_child)(mod, cp, np)
+        return
     sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
     grid, block = 8 * sms, 256
     wbuf = cp.zeros(64 * MB // 4, dtype=cp.float32)
@@ -116,10 +236,22 @@ def ncu_child(cubin: str, which: str) -> None:
     n4 = lambda mib: np.int64(mib * MB // 16)  # noqa: E731
     big = None
     for c in SETS[which]():
-        if "S" in c:  # sets "partial" and "transpose": 256 MiB buffers, made at the first such case
+        if "S" in c:  # sets partial, transpose, copy, layout: 256 MiB buffers, made at the first such case
             if big is None:
                 big = (cp.zeros(256 * MB // 4, dtype=cp.float32), cp.ones(256 * MB // 4, dtype=cp.float32))
             out, inp = big
+            lay, nbytes = c.get("layout", "far"), c["S"] * MB
+            if lay != "far":  # input then output in one allocation: `whole`, made per case
+                gap = 0 if lay == "adjacent" else 2 * MB + 384 * 1024
+                whole = cp.ones((2 * nbytes + gap) // 4, dtype=cp.float32)
+                inp, out = whole[: nbytes // 4], whole[(nbytes + gap) // 4:]
+            if c.get("values") == "random":
+                inp = cp.random.default_rng(0).random(nbytes // 4, dtype=cp.float32)
+            if c.get("fill") in ("upload", "upload_in"):  # host-to-device copies (no kernel)
+                inp = cp.asarray(np.random.default_rng(0).random(nbytes // 4, dtype=np.float32))
+            if c.get("fill") in ("upload", "upload_out"):
+                out = cp.asarray(np.full(nbytes // 4, np.nan, dtype=np.float32))
+            cp.cuda.runtime.deviceSynchronize()
             k, lines = c["kernel"], np.int64(c["S"] * MB // 128)
             if k == "st_tpose":
                 mod.get_function(k)((int(lines // 32),), (32, 8), (out, lines, np.float32(2.0)))
@@ -127,8 +259,10 @@ def ncu_child(cubin: str, which: str) -> None:
                 mod.get_function(k)((int(lines // 32),), (32, 8), (out, lines, np.float32(2.0), np.int32(c["spin"])))
             elif k == "st_sector":
                 mod.get_function(k)((int(lines // 64),), (32, 8), (out, lines, np.float32(2.0)))
-            elif k == "copy_il":
+            elif k in ("copy_il", "copy_gs1"):
                 mod.get_function(k)((grid,), (block,), (inp, out, n4(c["S"])))
+            elif k in ("copy_1pt", "copy_1pt_plain"):
+                mod.get_function(k)((int(n4(c["S"]) // block),), (block,), (inp, out, n4(c["S"])))
             else:  # the transposes, of m x m floats
                 m = int(round((c["S"] * MB // 4) ** 0.5))
                 mod.get_function(k)((m // 32, m // 32), (32, 8), (inp, out, np.int32(m)))
@@ -171,7 +305,9 @@ def run_ncu(ncu: str, cubin: str, which: str, metrics: list[str]) -> dict:
             "rows_expected": len(want), "rows_parsed": len(rows), "stderr_tail": r.stderr[-1500:], "cases": out}
 
 
-SETS = {"all": cases, "full": lambda: FULL_CASES, "partial": partial_cases, "transpose": transpose_cases}
+SETS = {"all": cases, "full": lambda: FULL_CASES, "partial": partial_cases, "transpose": transpose_cases,
+        "copy": copy_cases, "layout": layout_cases,
+        "upload": upload_cases, "first": first_cases, "fresh": fresh_cases}
 
 
 def main() -> int:
@@ -180,9 +316,13 @@ def main() -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--which", default="all", help=argparse.SUPPRESS)
-    ap.add_argument("--set", choices=("writes", "partial", "transpose"), default="writes",
+    ap.add_argument("--set", choices=("writes", "partial", "transpose", "copy", "layout", "upload", "first", "fresh"), default="writes",
                     help="writes: the write-back cases (default); partial: partial-sector stores and copies near "
-                         "capacity; transpose: transpose_naive and variants")
+                         "capacity; transpose: transpose_naive and variants; copy: streamed copies in copy_float4's "
+                         "order, finer write-then-read steps; layout: the same copies and transposes with the "
+                         "buffers placed differently, or random data; upload: the same with buffers filled by "
+                         "host-to-device copies just before the launch; first: a copy as the process's first kernel; "
+                         "fresh: kernels on newly allocated memory against reused")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
     args = ap.parse_args()
     if args.ncu_child:

@@ -74,10 +74,11 @@ def test_metric_list_is_valid_names():
 def test_ncu_command_leaves_clocks_alone():
     cmd = ncu.command("ncu", ["a__b.sum"], "simpleMatMatMul", "/tmp/x.csv", ["python3", "-m", "x"])
     assert cmd[cmd.index("--clock-control") + 1] == "none"
-    assert cmd[cmd.index("-k") + 1] == "regex:simpleMatMatMul" and cmd[cmd.index("-c") + 1] == "1"
+    # the child's priming launch is profiled too (one more launch), so the kernel's is never Nsight's first
+    assert cmd[cmd.index("-k") + 1] == "regex:simpleMatMatMul|^gpusim_prime$" and cmd[cmd.index("-c") + 1] == "2"
     assert cmd[cmd.index("--page") + 1] == "raw" and cmd[-3:] == ["python3", "-m", "x"]
     cmd = ncu.command("ncu", ["a__b.sum"], "k", "/tmp/x.csv", ["python3"], count=4)
-    assert cmd[cmd.index("-c") + 1] == "4"
+    assert cmd[cmd.index("-c") + 1] == "5"
 
 
 def test_named_metrics_from_error_line():
@@ -483,15 +484,19 @@ class _Function:
     def __init__(self, name):
         self.name = name
     def __call__(self, grid, block, args, shared_mem=0):
+        if self.name == "gpusim_prime":
+            return
         A, B, C, n = args
         C[:] = (A.reshape(int(n), int(n)) @ B.reshape(int(n), int(n))).ravel()
 class _RawKernel:
     num_regs = 40
     def __init__(self, name):
         self.kernel = _Function(name)
+    def __call__(self, grid, block, args, shared_mem=0):
+        self.kernel(grid, block, args, shared_mem)
 class RawModule:
-    def __init__(self, path):
-        assert open(path, "rb").read(4) == b"\\x7fELF"
+    def __init__(self, path=None, code=None):
+        assert open(path, "rb").read(4) == b"\\x7fELF" if code is None else "gpusim_prime" in code
     def get_function(self, name):
         return _RawKernel(name)
 class _Event:
@@ -559,10 +564,13 @@ if "lts__t_bytes.sum" in metrics:
 ident = ["ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC"]
 q = lambda cells: ",".join('"%s"' % c for c in cells)
 rows = [q(ident + metrics), q([""] * 11 + ["x"] * len(metrics))]
-for i, n in enumerate(child[child.index("--size") + 1].split(",")[:int(a[a.index("-c") + 1])]):
+assert "gpusim_prime" in a[a.index("-k") + 1]  # the child's priming launch comes first, profiled too
+rows.append(q(["0", "1", "python3", "h", "gpusim_prime", "1", "7", "(1, 1, 1)", "(1, 1, 1)", "0", "9.0"]
+              + ["1"] * len(metrics)))
+for i, n in enumerate(child[child.index("--size") + 1].split(",")[:int(a[a.index("-c") + 1]) - 1]):
     g = int(n) // 32
-    rows.append(q([str(i), "1", "python3", "h", "simpleMatMatMul", "1", "7", "(32, 32, 1)", f"({g}, {g}, 1)", "0",
-                   "9.0"] + [f"{n}000"] * len(metrics)))
+    rows.append(q([str(i + 1), "1", "python3", "h", "simpleMatMatMul", "1", "7", "(32, 32, 1)", f"({g}, {g}, 1)",
+                   "0", "9.0"] + [f"{n}000"] * len(metrics)))
 open(log, "w").write("==PROF== Connected to process 1\n" + "\n".join(rows) + "\n")
 sys.exit(rc)
 '''
@@ -666,6 +674,21 @@ def test_profiler_with_the_dram_set_asks_for_dram_bytes_and_cycles_only(tmp_path
     assert res["error"] is None and len(calls) == 1
     assert set(calls[0]) == {"dram__bytes_read.sum", "dram__bytes_write.sum", "gpc__cycles_elapsed.max",
                              "gpu__time_duration.sum"}
+
+
+def test_profiler_drops_the_priming_launch(tmp_path):
+    """The child's priming kernel is profiled first (Nsight's first profiled launch carries dirty data of
+    its own) and its row never stands for the workload's launch."""
+    def run(cmd, log_file):
+        metrics = cmd[cmd.index("--metrics") + 1].split(",")
+        header = ",".join(f'"{h}"' for h in ncu.IDENTITY + tuple(metrics))
+        row = lambda i, name, v: f'"{i}","1","p","h","{name}","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0",' + \
+            ",".join(f'"{v}"' for _ in metrics)  # noqa: E731
+        return 0, "\n".join([header, row(0, "gpusim_prime", 1), row(1, "k", 7), row(2, "k", 8)])
+
+    res = ncu.NcuProfiler("ncu", tmp_path, runner=run, metric_set="dram").profile("w__n512", "k", ["python3"], count=2)
+    assert res["error"] is None and [k["info"]["Kernel Name"] for k in res["kernels"]] == ["k", "k"]
+    assert [k["metrics"]["dram__bytes_write.sum"]["value"] for k in res["kernels"]] == [7, 8]
 
 
 def test_bad_measure_option_is_one_line(capsys):

@@ -9,6 +9,7 @@
 #   bash bench/micro/measure_dram_single.sh OUTDIR     (on the H100; needs cupy, nvcc, ncu, pydantic)
 # OUTDIR gets one archive per run (the device tool brings back few files). REPEAT_ONLY=N: instead,
 # N further one-pass runs of every case of n >= 512 (dram_suite12_rI, dram_seeds_rI), for the spread.
+# PRIMED_ONLY=N: N one-pass runs of the suite12 cases at n = 512 (dram_suite12_primed_rI).
 set -euo pipefail
 OUT=${1:?usage: measure_dram_single.sh OUTDIR}
 PY=${PYTHON:-python3}
@@ -22,6 +23,14 @@ run() {  # name, then measure.run's options
     $PY -m gpusim.measure.run --out "$OUT/$name" --reps 0 --no-check --ncu --ncu-timeout 150 "$@" 2>&1 | tee "$OUT/$name.log" || true
     tar czf "$OUT/$name.tgz" -C "$OUT" "$name" && rm -rf "${OUT:?}/$name"
 }
+if [ -n "${PRIMED_ONLY:-}" ]; then  # N one-pass runs of the suite12 cases at n = 512 with the ncu child's
+    # context primed (gpusim.measure.run --single now launches a kernel of its own first): in the runs above
+    # n = 512 was each child's first kernel, which starts with dirty data the flush left (dram_first_h100.json)
+    for i in $(seq 1 "$PRIMED_ONLY"); do
+        run dram_suite12_primed_r$i --ncu-metrics dram --workloads $SUITE12 --sizes-from 512 --deadline ${DEADLINE1:-120}
+    done
+    exit 0
+fi
 if [ -n "${REPEAT_ONLY:-}" ]; then  # further one-pass runs of every case that writes (n >= 512): the spread
     for i in $(seq 2 $((REPEAT_ONLY + 1))); do
         run dram_suite12_r$i --ncu-metrics dram --workloads $SUITE12 --sizes-from 512,1024,2048 --deadline ${DEADLINE1:-120}

@@ -169,3 +169,38 @@ extern "C" __global__ void tp_naive_nc(const float* __restrict__ in, float* __re
 #pragma unroll
     for (int j = 0; j < 32; j += 8) out[(long long)x * m + y + j] = in[(long long)(y + j) * m + x];
 }
+
+// ---- set "tpose2" (run_dram_writes.py --set tpose2): what makes transpose_naive's partial-sector stores
+// cost a DRAM read and write for ~22% of its output sectors when it loads (tp_naive: +22% reads, +25%
+// writes at 16-256 MiB; its stores alone, st_tpose: +4% at 256 MiB, ~0 at 16-64). Variants of tp_naive:
+//   tp_sync   the CTA's four loads first (registers), __syncthreads(), then its four stores
+//   tp_ldcg   loads with __ldcg (L2 only: no L1 allocation)
+//   tp_hot    loads from the input's first 32 rows only (L2-resident: no DRAM reads of the input)
+//   tp_stcs   stores with __stcs (streaming, evict-first hint)
+extern "C" __global__ void tp_sync(const float* in, float* out, int m) {
+    const int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+    float v[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) v[j] = in[(long long)(y + 8 * j) * m + x];
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < 4; ++j) out[(long long)x * m + y + 8 * j] = v[j];
+}
+
+extern "C" __global__ void tp_ldcg(const float* in, float* out, int m) {
+    const int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+#pragma unroll
+    for (int j = 0; j < 32; j += 8) out[(long long)x * m + y + j] = __ldcg(in + (long long)(y + j) * m + x);
+}
+
+extern "C" __global__ void tp_hot(const float* in, float* out, int m) {
+    const int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+#pragma unroll
+    for (int j = 0; j < 32; j += 8) out[(long long)x * m + y + j] = in[(long long)(threadIdx.y + j) * m + x];
+}
+
+extern "C" __global__ void tp_stcs(const float* in, float* out, int m) {
+    const int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+#pragma unroll
+    for (int j = 0; j < 32; j += 8) __stcs(out + (long long)x * m + y + j, in[(long long)(y + j) * m + x]);
+}

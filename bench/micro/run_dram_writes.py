@@ -11,6 +11,7 @@
     python3 bench/micro/run_dram_writes.py --set upload --out R     # the same, buffers uploaded just before
     python3 bench/micro/run_dram_writes.py --set first --out R      # a copy as the process's first kernel
     python3 bench/micro/run_dram_writes.py --set fresh --out R      # newly allocated memory against reused
+    python3 bench/micro/run_dram_writes.py --set tpose2 --out R     # transpose_naive variants
 
 Every case is one launch profiled once by Nsight Compute (`--cache-control all`, its default: L2 is
 flushed before the launch, so it starts cold) with a small metric set (DRAM bytes read/written, L2
@@ -42,7 +43,7 @@ METRICS = ["gpc__cycles_elapsed.max", "gpu__time_duration.sum", "dram__bytes_rea
            "lts__t_sectors_op_read.sum", "lts__t_sectors_op_write.sum"]
 MB = 1 << 20
 KERNELS = ("wr_rd", "wr_hot", "wr_twice", "st_tpose", "st_sector", "copy_il", "tp_naive", "tp_sector", "tp_colread",
-           "st_delay", "copy_1pt", "copy_1pt_plain", "copy_gs1", "tp_naive_nc")
+           "st_delay", "copy_1pt", "copy_1pt_plain", "copy_gs1", "tp_naive_nc", "tp_sync", "tp_ldcg", "tp_hot", "tp_stcs")
 
 
 def cases() -> list[dict]:
@@ -105,6 +106,11 @@ def copy_cases() -> list[dict]:
     out += [{"kernel": "copy_1pt", "S": s} for s in (16, 20)]
     out += [{"kernel": "wr_rd", "order": "write_then_read", "W": 4, "R": r} for r in (28, 32)]
     return out
+
+
+def tpose2_cases() -> list[dict]:
+    """Set "tpose2": transpose_naive (tp_naive) and four variants (dram_writes.cu), S MiB per matrix."""
+    return [{"kernel": k, "S": s} for k in ("tp_naive", "tp_sync", "tp_ldcg", "tp_hot", "tp_stcs") for s in (16, 64)]
 
 
 def layout_cases() -> list[dict]:
@@ -307,7 +313,7 @@ def run_ncu(ncu: str, cubin: str, which: str, metrics: list[str]) -> dict:
 
 SETS = {"all": cases, "full": lambda: FULL_CASES, "partial": partial_cases, "transpose": transpose_cases,
         "copy": copy_cases, "layout": layout_cases,
-        "upload": upload_cases, "first": first_cases, "fresh": fresh_cases}
+        "upload": upload_cases, "first": first_cases, "fresh": fresh_cases, "tpose2": tpose2_cases}
 
 
 def main() -> int:
@@ -316,13 +322,13 @@ def main() -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--which", default="all", help=argparse.SUPPRESS)
-    ap.add_argument("--set", choices=("writes", "partial", "transpose", "copy", "layout", "upload", "first", "fresh"), default="writes",
+    ap.add_argument("--set", choices=("writes", "partial", "transpose", "copy", "layout", "upload", "first", "fresh", "tpose2"), default="writes",
                     help="writes: the write-back cases (default); partial: partial-sector stores and copies near "
                          "capacity; transpose: transpose_naive and variants; copy: streamed copies in copy_float4's "
                          "order, finer write-then-read steps; layout: the same copies and transposes with the "
                          "buffers placed differently, or random data; upload: the same with buffers filled by "
                          "host-to-device copies just before the launch; first: a copy as the process's first kernel; "
-                         "fresh: kernels on newly allocated memory against reused")
+                         "fresh: kernels on newly allocated memory against reused; tpose2: transpose_naive variants")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
     args = ap.parse_args()
     if args.ncu_child:

@@ -47,6 +47,11 @@ measured more than once, in one file or several):
   validation/h100/dram_1pass/*/copy_float4__n{512,1024,2048}.json (16, 64, 256 MiB). At 16 MiB only the
   primed re-measurements (dram_suite12_primed_r1..r3, 0.05-0.08 MiB): the older ones (0.86-0.99) were
   their process's first profiled launch; 64 and 256 MiB were launches 1 and 2, unaffected.
+
+Last, a one-formula fit of wr_rd write-then-read W=4: the fraction of W written back is taken as
+P(Poisson(A d / C) >= A) (hashed LRU sets of A ways, C MiB in all: a line is evicted once A lines
+touched after it have fallen into its set), averaged over d, the MiB touched after a written line,
+uniform in [R, R + W]; C and A by least squares over R = 20..64.
 """
 from __future__ import annotations
 
@@ -54,6 +59,7 @@ import argparse
 import glob
 import itertools
 import json
+import math
 import os
 import random
 import re
@@ -453,6 +459,36 @@ POLICIES = [
 ]
 
 
+# ---- a one-formula fit of write-then-read ---------------------------------------------------------
+def poisson_tail(lam: np.ndarray, a: int) -> np.ndarray:
+    """P(Poisson(lam) >= a) for an integer a >= 1 (lam > 0)."""
+    k = np.arange(a)[:, None]
+    logfact = np.array([math.lgamma(i + 1) for i in range(a)])[:, None]
+    return 1 - np.exp(k * np.log(lam) - lam - logfact).sum(0)
+
+
+def writeback_fraction(r, w, C, A, nd=41):
+    """Fraction of W written back when R is read after it: P(Poisson(A d / C) >= A), d (MiB touched after
+    a written line) uniform in [R, R + W]."""
+    d = np.asarray(r, float)[:, None] + np.linspace(0, w, nd)[None, :]
+    return poisson_tail(A * d.ravel() / C, A).reshape(d.shape).mean(1)
+
+
+def poisson_fit(cases, w=4, r_min=20):
+    """Least squares over C (MiB) and A (integer) of writeback_fraction against wr_rd write-then-read."""
+    cs = [c for c in cases if c["kernel"] == "wr_rd" and c["order"] == "write_then_read" and c["W"] == w
+          and c["R"] >= r_min]
+    r, f = np.array([c["R"] for c in cs]), np.array([c["mw"] / w for c in cs])
+    sse = lambda C, A: float(((writeback_fraction(r, w, C, A) - f) ** 2).sum())
+    best = None
+    for A in list(range(1, 33)) + list(range(36, 65, 4)) + [80, 96, 128, 160, 192, 256]:
+        C = min(np.arange(20, 80.01, 0.5), key=lambda c: sse(c, A))  # coarse, then around the coarse best
+        C = float(min(np.arange(C - 0.5, C + 0.505, 0.01), key=lambda c: sse(c, A)))
+        if best is None or sse(C, A) < best[0]:
+            best = (sse(C, A), C, A)
+    return best, r, f
+
+
 # ---- scoring --------------------------------------------------------------------------------------
 def predict(fn, params, cases, traces, lpm):
     """[(write MiB, read MiB)] per case."""
@@ -583,6 +619,14 @@ def main(argv=None):
             fn, p = results[n][0], results[n][1]
             vals.append(fn(tr, a.lpm, **p)[1] / a.lpm)
         print(f"{c['name']:42s} {c['mw']:7.2f} " + " ".join(f"{v:8.2f}" for v in vals))
+
+    (sse, C, A), r, f = poisson_fit(cases)
+    pred = writeback_fraction(r, 4, C, A)
+    print(f"\nwr_rd write-then-read W=4, fraction written back = P(Poisson(A d / C) >= A), d uniform in [R, R+4]:"
+          f" C = {C:.2f} MiB, A = {A} (least squares over R = {r.min()}..{r.max()}, RMS {np.sqrt(sse / len(r)):.3f})")
+    print(f"{'R':>4s} {'meas':>6s} {'fit':>6s} {'resid':>6s}   (fractions of W)")
+    for ri, fi, pi in zip(r, f, pred):
+        print(f"{ri:4d} {fi:6.3f} {pi:6.3f} {pi - fi:+6.3f}")
 
     print("\nScale check: the best two policies at other scales (same parameters)")
     for lpm in [int(x) for x in a.scale_check.split(",") if x]:

@@ -10,29 +10,48 @@ Method. Each microbenchmark's access stream is generated at line granularity (12
 these kernels covers whole lines) at a reduced scale: `--lpm` lines per MiB (8192 at full scale; 128 by
 default, i.e. 1/64 scale, so capacities and buffers shrink together). The phases run in lockstep and a
 phase walks its buffer in address order (a grid-stride loop over 8 x 132 CTAs moves the whole grid
-through the buffer together). Every line has a random home half of the L2 (address hash) and every
-access a random "accessing SM's half" (drawn per 4 KiB chunk = per line at this scale, and redrawn
-where another CTA reads the line, as in wr_hot's shifted passes; a thread re-reading its own data keeps
-its half). Only the two-halves policies use these.
+through the buffer together). The copies follow their compiled code: copy_1pt (one float4 per thread,
+CTAs in launch order) loads a line and stores it, line after line; the grid-stride copy_il (`unroll 4`)
+runs, per thread, T % 4 single iterations, then batches that load four elements a grid stride (4.125 MiB)
+apart before storing them, so at S <= 16.5 MiB nearly the whole grid reads all its input before it
+writes; copy_gs1 (`unroll 1`) loads, then stores, one grid stride at a time (_grid_stride). Every line
+has a random home half of the L2 (address hash) and every access a random "accessing SM's half" (drawn
+per 4 KiB chunk = per line at this scale, and redrawn where another CTA reads the line, as in wr_hot's
+shifted passes; a thread re-reading its own data, or storing the line it copied, keeps its half). Only
+the two-halves policies use these.
 
 Each candidate policy below is one function: trace in, (DRAM read lines, DRAM write lines) out. Its
 2-3 parameters are fitted by a small grid search on the measured cases; the score is
 J = MAE(write MiB) + 0.25 MAE(read MiB), the reads being those of the cases that re-read data (wr_hot,
 read_twice), whose values are 4-8x larger. MAPE is over the cases measuring >= 0.25 MiB.
 
-Measurements (H100 SXM, Nsight Compute, caches flushed before the launch):
+Measurements (H100 SXM, Nsight Compute, caches flushed before the launch; the mean where a case was
+measured more than once, in one file or several):
 - validation/h100/micro/dram_writes_h100.json "ncu": wr_rd, wr_hot, wr_twice (bench/micro/dram_writes.cu),
   one replay pass. Fitted.
-- validation/h100/micro/dram_partial_h100.json "ncu": copy_il (out[i] = in[i], grid-stride), one pass;
-  S = 16 and 20 were measured twice (mean used). Fitted.
+- validation/h100/micro/dram_partial_h100.json "ncu": copy_il (out[i] = in[i], grid-stride, unroll 4), one
+  pass; S = 16 and 20 measured twice. Fitted.
+- validation/h100/micro/dram_copy_h100.json "ncu": copy_1pt (S = 16 and 20 twice), copy_gs1 and wr_rd
+  W=4 at R = 20-44 (R = 28 twice, R = 32 also in dram_writes_h100.json), one pass. Fitted. Not used:
+  copy_1pt_plain (plain loads: within 0.14 MiB, 3%, of copy_1pt: nothing measurable) and tp_naive_nc.
+  None of the fitted launches was its process's first profiled one (which carries ~1-2.2 MiB of
+  Nsight's own dirty data, dram_first_h100.json, dram_fresh_h100.json): ncu profiled every kernel, and
+  cupy's fill kernels ran first.
 - validation/h100/micro/memory_h100.json "ncu": read_twice (DRAM reads fitted) and write_once (shown,
   not fitted). That run used the large multi-pass metric set: the read-only read_twice kernel shows
   2.0-2.3 MiB of DRAM writes at S >= 32 (0.23 at 24, 0 below), i.e. replay leaves ~2 MiB of dirty data
   in L2 that the kernel then evicts, and write_once S = 24 writes back 2.70 MiB where the one-pass
   wr_rd W=24 R=0 (the same stores) writes back 1.02. So write_once is ~1.7-2 MiB high: reference only.
-- Sanity check only, never fitted: copy_float4 (suite kernel, 16384+ CTAs of one float4 each, no grid
-  stride) one-pass DRAM profiles in validation/h100/dram_1pass/*/copy_float4__n{512,1024,2048}.json
-  (16, 64, 256 MiB). Its stream at line granularity is the same as copy_il's here.
+- Sanity check only, never fitted (copy_1pt is the same stream): copy_float4 (suite kernel, 4096+ CTAs
+  of one float4 each, no grid stride) one-pass DRAM profiles in
+  validation/h100/dram_1pass/*/copy_float4__n{512,1024,2048}.json (16, 64, 256 MiB). At 16 MiB only the
+  primed re-measurements (dram_suite12_primed_r1..r3, 0.05-0.08 MiB): the older ones (0.86-0.99) were
+  their process's first profiled launch; 64 and 256 MiB were launches 1 and 2, unaffected.
+
+Last, a one-formula fit of wr_rd write-then-read W=4: the fraction of W written back is taken as
+P(Poisson(A d / C) >= A) (hashed LRU sets of A ways, C MiB in all: a line is evicted once A lines
+touched after it have fallen into its set), averaged over d, the MiB touched after a written line,
+uniform in [R, R + W]; C and A by least squares over R = 20..64.
 """
 from __future__ import annotations
 
@@ -40,6 +59,7 @@ import argparse
 import glob
 import itertools
 import json
+import math
 import os
 import random
 import re
@@ -59,29 +79,38 @@ def _case(name, kernel, mw, mr, fit_w, fit_r, **kw):
     return dict(name=name, kernel=kernel, mw=mw, mr=mr, fit_w=fit_w, fit_r=fit_r, **kw)
 
 
+KINDS = ("wr_rd", "wr_hot", "wr_twice", "copy_il", "copy_1pt", "copy_gs1", "read_twice", "write_once")
+
+
+def _name(kernel, order, w, r, h, s) -> str:
+    if kernel == "wr_rd":
+        return f"wr_rd {'wr' if order == 'write_then_read' else 'rw'} W={w} R={r}"
+    if kernel == "wr_hot":
+        return f"wr_hot W={w} H={h}"
+    if kernel == "wr_twice":
+        return f"wr_twice W={w}"
+    return f"{kernel} S={s}"
+
+
 def load_cases() -> list[dict]:
-    """Measured cases: mw / mr = DRAM write / read MiB; fit_w / fit_r: scored and fitted."""
+    """Measured cases: mw / mr = DRAM write / read MiB, the mean over every measurement of the same case
+    (kernel and sizes) in the files below; fit_w / fit_r: scored and fitted."""
+    runs: dict[tuple, list] = {}  # (kernel, order, W, R, H, passes, S) -> [(write MiB, read MiB), ...]
+    for f, kernels in (("dram_writes_h100.json", ("wr_rd", "wr_hot", "wr_twice")),
+                       ("dram_partial_h100.json", ("copy_il",)),
+                       ("dram_copy_h100.json", ("copy_1pt", "copy_gs1", "wr_rd"))):
+        for c in json.load(open(os.path.join(REPO, "validation/h100/micro", f)))["ncu"]["cases"]:
+            if c["kernel"] in kernels:
+                key = tuple(c.get(x) for x in ("kernel", "order", "W", "R", "H", "passes", "S"))
+                runs.setdefault(key, []).append((c["dram__bytes_write.sum"] / MIB, c["dram__bytes_read.sum"] / MIB))
+    # wr_rd: write-then-read by W (W = 0, read-only, last), then read-then-write; the rest as measured
+    rank = lambda k: (KINDS.index(k[0]), (k[1] != "write_then_read", k[2] == 0, k[2], k[3]) if k[0] == "wr_rd" else ())
     out = []
-    d = json.load(open(os.path.join(REPO, "validation/h100/micro/dram_writes_h100.json")))
-    for c in d["ncu"]["cases"]:
-        k, mw, mr = c["kernel"], c["dram__bytes_write.sum"] / MIB, c["dram__bytes_read.sum"] / MIB
-        if k == "wr_rd":
-            o = "wr" if c["order"] == "write_then_read" else "rw"
-            out.append(_case(f"wr_rd {o} W={c['W']} R={c['R']}", k, mw, mr, True, False,
-                             order=c["order"], W=c["W"], R=c["R"]))
-        elif k == "wr_hot":
-            out.append(_case(f"wr_hot W={c['W']} H={c['H']}", k, mw, mr, True, True,
-                             W=c["W"], H=c["H"], passes=c["passes"]))
-        elif k == "wr_twice":
-            out.append(_case(f"wr_twice W={c['W']}", k, mw, mr, True, False, W=c["W"]))
-    d = json.load(open(os.path.join(REPO, "validation/h100/micro/dram_partial_h100.json")))
-    runs: dict[int, list] = {}
-    for c in d["ncu"]["cases"]:
-        if c["kernel"] == "copy_il":
-            runs.setdefault(c["S"], []).append((c["dram__bytes_write.sum"] / MIB, c["dram__bytes_read.sum"] / MIB))
-    for s, v in sorted(runs.items()):
-        out.append(_case(f"copy_il S={s}", "copy_il", float(np.mean([a for a, _ in v])),
-                         float(np.mean([b for _, b in v])), True, False, S=s))
+    for k in sorted(runs, key=rank):
+        kernel, order, w, r, h, passes, s = k
+        mw, mr = np.mean(runs[k], axis=0)
+        out.append(_case(_name(kernel, order, w, r, h, s), kernel, float(mw), float(mr), True, kernel == "wr_hot",
+                         order=order, W=w, R=r, H=h, passes=passes, S=s, runs=len(runs[k])))
     d = json.load(open(os.path.join(REPO, "validation/h100/micro/memory_h100.json")))["ncu"]
     sizes = [int(x) for x in re.search(r"per size MB ([\d,]+)", d["launch_order"]).group(1).split(",")]
     seen = {"read_twice": 0, "write_once": 0}
@@ -103,19 +132,20 @@ def load_cases() -> list[dict]:
 
 
 def load_sanity() -> list[dict]:
-    """copy_float4 one-pass DRAM profiles (n = 512, 1024, 2048: 16, 64, 256 MiB copied), mean of runs."""
+    """copy_float4 one-pass DRAM profiles (n = 512, 1024, 2048: 16, 64, 256 MiB copied), mean of the
+    runs that were not their process's first profiled launch (launch_index 0 without a priming launch
+    before it: Nsight's flush leaves ~1-2.2 MiB of dirty data that launch writes back)."""
     out = []
     for n, s in ((512, 16), (1024, 64), (2048, 256)):
         w, r = [], []
         for f in sorted(glob.glob(os.path.join(REPO, f"validation/h100/dram_1pass/*/copy_float4__n{n}.json"))):
-            j = json.load(open(f))
-            if j["ncu"]["metric_set"] != "dram":
+            j = json.load(open(f))["ncu"]
+            if j["metric_set"] != "dram" or (j.get("launch_index") == 0 and not j.get("primed")):
                 continue
-            m = j["ncu"]["metrics"]
-            w.append(m["dram__bytes_write.sum"]["value"] / MIB)
-            r.append(m["dram__bytes_read.sum"]["value"] / MIB)
+            w.append(j["metrics"]["dram__bytes_write.sum"]["value"] / MIB)
+            r.append(j["metrics"]["dram__bytes_read.sum"]["value"] / MIB)
         if w:
-            out.append(_case(f"copy_float4 {s} MiB ({len(w)} runs {min(w):.2f}-{max(w):.2f})", "copy_il",
+            out.append(_case(f"copy_float4 {s} MiB ({len(w)} runs {min(w):.2f}-{max(w):.2f})", "copy_1pt",
                              float(np.mean(w)), float(np.mean(r)), False, False, S=s))
     return out
 
@@ -136,6 +166,22 @@ def _phase(buf: int, lines: np.ndarray, store: bool, mapping: int) -> np.ndarray
     return ids * 4 + (2 if store else 0) + half
 
 
+def _grid_stride(n: int, stride: int, unroll: int) -> list[np.ndarray]:
+    """The lines of each lockstep phase of `for (i = p; i < n; i += stride) out[i] = in[i]` compiled with
+    `#pragma unroll U` (n, stride in lines): the thread at p in [0, stride) makes T(p) = #{k: p + k stride
+    < n} iterations, first T % U single ones (load, then store), then T // U batches that load U elements
+    a stride apart, then store them. All threads in lockstep: a phase is one single iteration or one batch
+    of every thread that has it; each phase loads its lines (in address order), then stores them."""
+    p = np.arange(min(n, stride))
+    trips = (n - p + stride - 1) // stride
+    first, batches = trips % unroll, trips // unroll
+    out = [p[first > j] + j * stride for j in range(first.max())]
+    for b in range(batches.max()):
+        q = p[batches > b]
+        out.append(np.sort(np.concatenate([q + (first[q] + unroll * b + m) * stride for m in range(unroll)])))
+    return out
+
+
 def build_trace(c: dict, lpm: int) -> list[int]:
     """The case's access stream (see the module docstring); buffers: 0 = written, 1 = read."""
     n = lambda mib: int(round(mib * lpm))
@@ -154,9 +200,12 @@ def build_trace(c: dict, lpm: int) -> list[int]:
             ph.append(_phase(0, np.arange(p * chunk, min(nw, (p + 1) * chunk)), True, 0))
     elif k == "wr_twice":
         ph = [_phase(0, np.arange(n(c["W"])), True, 0)] * 2
-    elif k == "copy_il":  # out[i] = in[i]: read a line, write the same thread's output line
+    elif k == "copy_1pt":  # out[i] = in[i], CTAs in launch order: read a line, write the same thread's output line
         lines = np.arange(n(c["S"]))
         ph = [np.stack([_phase(1, lines, False, 0), _phase(0, lines, True, 0)], 1).ravel()]
+    elif k in ("copy_il", "copy_gs1"):  # the grid-stride copy, unrolled 4 and 1
+        for lines in _grid_stride(n(c["S"]), int(round(4.125 * lpm)), 4 if k == "copy_il" else 1):
+            ph += [_phase(1, lines, False, 0), _phase(0, lines, True, 0)]
     elif k == "read_twice":
         ph = [_phase(1, np.arange(n(c["S"])), False, 0)] * 2
     elif k == "write_once":
@@ -410,6 +459,36 @@ POLICIES = [
 ]
 
 
+# ---- a one-formula fit of write-then-read ---------------------------------------------------------
+def poisson_tail(lam: np.ndarray, a: int) -> np.ndarray:
+    """P(Poisson(lam) >= a) for an integer a >= 1 (lam > 0)."""
+    k = np.arange(a)[:, None]
+    logfact = np.array([math.lgamma(i + 1) for i in range(a)])[:, None]
+    return 1 - np.exp(k * np.log(lam) - lam - logfact).sum(0)
+
+
+def writeback_fraction(r, w, C, A, nd=41):
+    """Fraction of W written back when R is read after it: P(Poisson(A d / C) >= A), d (MiB touched after
+    a written line) uniform in [R, R + W]."""
+    d = np.asarray(r, float)[:, None] + np.linspace(0, w, nd)[None, :]
+    return poisson_tail(A * d.ravel() / C, A).reshape(d.shape).mean(1)
+
+
+def poisson_fit(cases, w=4, r_min=20):
+    """Least squares over C (MiB) and A (integer) of writeback_fraction against wr_rd write-then-read."""
+    cs = [c for c in cases if c["kernel"] == "wr_rd" and c["order"] == "write_then_read" and c["W"] == w
+          and c["R"] >= r_min]
+    r, f = np.array([c["R"] for c in cs]), np.array([c["mw"] / w for c in cs])
+    sse = lambda C, A: float(((writeback_fraction(r, w, C, A) - f) ** 2).sum())
+    best = None
+    for A in list(range(1, 33)) + list(range(36, 65, 4)) + [80, 96, 128, 160, 192, 256]:
+        C = min(np.arange(20, 80.01, 0.5), key=lambda c: sse(c, A))  # coarse, then around the coarse best
+        C = float(min(np.arange(C - 0.5, C + 0.505, 0.01), key=lambda c: sse(c, A)))
+        if best is None or sse(C, A) < best[0]:
+            best = (sse(C, A), C, A)
+    return best, r, f
+
+
 # ---- scoring --------------------------------------------------------------------------------------
 def predict(fn, params, cases, traces, lpm):
     """[(write MiB, read MiB)] per case."""
@@ -530,7 +609,7 @@ def main(argv=None):
             print(f"  {n:16s} {label:32s} J {e['J']:5.2f}  write MAE {e['mae_w']:.2f}  MAPE {e['mape_w']:5.1f}%  "
                   f"read MAE {e['mae_r']:5.2f}", flush=True)
 
-    print("\nSanity check, not fitted: copy_float4 one-pass profiles (the model sees copy_il's stream)")
+    print("\nSanity check, not fitted: copy_float4 one-pass profiles (the model sees copy_1pt's stream)")
     s_tr = [build_trace(c, a.lpm) for c in sanity]
     top = ranked[:3] + [n for n in ("gpusim_today",) if n not in ranked[:3]]
     print(f"{'case':42s} {'meas':>7s} " + " ".join(f"{short[n]:>8s}" for n in top))
@@ -540,6 +619,14 @@ def main(argv=None):
             fn, p = results[n][0], results[n][1]
             vals.append(fn(tr, a.lpm, **p)[1] / a.lpm)
         print(f"{c['name']:42s} {c['mw']:7.2f} " + " ".join(f"{v:8.2f}" for v in vals))
+
+    (sse, C, A), r, f = poisson_fit(cases)
+    pred = writeback_fraction(r, 4, C, A)
+    print(f"\nwr_rd write-then-read W=4, fraction written back = P(Poisson(A d / C) >= A), d uniform in [R, R+4]:"
+          f" C = {C:.2f} MiB, A = {A} (least squares over R = {r.min()}..{r.max()}, RMS {np.sqrt(sse / len(r)):.3f})")
+    print(f"{'R':>4s} {'meas':>6s} {'fit':>6s} {'resid':>6s}   (fractions of W)")
+    for ri, fi, pi in zip(r, f, pred):
+        print(f"{ri:4d} {fi:6.3f} {pi:6.3f} {pi - fi:+6.3f}")
 
     print("\nScale check: the best two policies at other scales (same parameters)")
     for lpm in [int(x) for x in a.scale_check.split(",") if x]:

@@ -204,3 +204,39 @@ extern "C" __global__ void tp_stcs(const float* in, float* out, int m) {
 #pragma unroll
     for (int j = 0; j < 32; j += 8) __stcs(out + (long long)x * m + y + j, in[(long long)(y + j) * m + x]);
 }
+
+// ---- set "stload" (run_dram_writes.py --set stload): st_tpose's partial-sector stores with k loads
+// between consecutive stores of a warp, the loads hitting L2 (a 256 KiB hot buffer, __ldcg: L2 only).
+// Each store waits for the loads before it (its value depends on them). Does the extra DRAM read and
+// write per partial sector (set tpose2) grow with the loads in between?
+extern "C" __global__ void st_tpose_ld(float* out, long long lines, const float* __restrict__ hot, int k,
+                                       float scale, float* sink) {
+    const long long line = 32LL * blockIdx.x + threadIdx.x;
+    if (line >= lines) return;
+    float acc = 0.f;
+#pragma unroll 1
+    for (int j = 0; j < 32; j += 8) {
+        out[line * 32 + threadIdx.y + j] = 2.0f + acc * scale;
+#pragma unroll 1
+        for (int i = 0; i < k; ++i) acc += __ldcg(hot + ((threadIdx.y * 32 + i * 256 + threadIdx.x + j * 4096) & 65535));
+    }
+    if (acc == 1.2345f) sink[0] = acc;
+}
+
+// ---- set "pitch" (run_dram_writes.py --set pitch): tp_naive with the output's rows `pitch` floats apart
+// (pitch = m: tp_naive itself; m + 8, m + 32, m + 1024: the 32 lines a warp store touches no longer a
+// power of two apart). If the extra DRAM read and write per partial sector comes from those lines
+// meeting in few L2 sets (evicted before they are whole), it should go with the power-of-two stride.
+extern "C" __global__ void tp_pitch(const float* in, float* out, int m, int pitch) {
+    const int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+#pragma unroll
+    for (int j = 0; j < 32; j += 8) out[(long long)x * pitch + y + j] = in[(long long)(y + j) * m + x];
+}
+
+// tp_stonly (set "pitch" too): tp_naive's stores alone, no loads: the lines of a warp store m floats
+// apart (st_tpose's are consecutive).
+extern "C" __global__ void tp_stonly(const float* in, float* out, int m) {
+    const int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+#pragma unroll
+    for (int j = 0; j < 32; j += 8) out[(long long)x * m + y + j] = 2.0f;
+}

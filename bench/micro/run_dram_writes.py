@@ -12,6 +12,8 @@
     python3 bench/micro/run_dram_writes.py --set first --out R      # a copy as the process's first kernel
     python3 bench/micro/run_dram_writes.py --set fresh --out R      # newly allocated memory against reused
     python3 bench/micro/run_dram_writes.py --set tpose2 --out R     # transpose_naive variants
+    python3 bench/micro/run_dram_writes.py --set stload --out R     # partial-sector stores, loads between
+    python3 bench/micro/run_dram_writes.py --set pitch --out R      # transpose_naive, padded output rows
 
 Every case is one launch profiled once by Nsight Compute (`--cache-control all`, its default: L2 is
 flushed before the launch, so it starts cold) with a small metric set (DRAM bytes read/written, L2
@@ -43,7 +45,8 @@ METRICS = ["gpc__cycles_elapsed.max", "gpu__time_duration.sum", "dram__bytes_rea
            "lts__t_sectors_op_read.sum", "lts__t_sectors_op_write.sum"]
 MB = 1 << 20
 KERNELS = ("wr_rd", "wr_hot", "wr_twice", "st_tpose", "st_sector", "copy_il", "tp_naive", "tp_sector", "tp_colread",
-           "st_delay", "copy_1pt", "copy_1pt_plain", "copy_gs1", "tp_naive_nc", "tp_sync", "tp_ldcg", "tp_hot", "tp_stcs")
+           "st_delay", "copy_1pt", "copy_1pt_plain", "copy_gs1", "tp_naive_nc", "tp_sync", "tp_ldcg", "tp_hot", "tp_stcs",
+           "st_tpose_ld", "tp_pitch", "tp_stonly")
 
 
 def cases() -> list[dict]:
@@ -110,7 +113,20 @@ def copy_cases() -> list[dict]:
 
 def tpose2_cases() -> list[dict]:
     """Set "tpose2": transpose_naive (tp_naive) and four variants (dram_writes.cu), S MiB per matrix."""
-    return [{"kernel": k, "S": s} for k in ("tp_naive", "tp_sync", "tp_ldcg", "tp_hot", "tp_stcs") for s in (16, 64)]
+    return [{"kernel": k, "S": s} for k in ("tp_naive", "tp_sync", "tp_ldcg", "tp_hot", "tp_stcs",
+           "st_tpose_ld", "tp_pitch", "tp_stonly") for s in (16, 64)]
+
+
+def stload_cases() -> list[dict]:
+    """Set "stload": st_tpose_ld (dram_writes.cu) with k L2-hit loads between a warp's stores, S MiB."""
+    return [{"kernel": "st_tpose_ld", "S": s, "k": k} for s in (16, 64) for k in (0, 1, 4, 16)]
+
+
+def pitch_cases() -> list[dict]:
+    """Set "pitch": tp_pitch (dram_writes.cu), the output's row pitch m + `pad` floats, then tp_stonly (its
+    stores without loads), S MiB per matrix."""
+    return [{"kernel": "tp_pitch", "S": s, "pad": pad} for s in (16, 64) for pad in (0, 8, 32, 1024)] + \
+        [{"kernel": "tp_stonly", "S": s} for s in (16, 64)]
 
 
 def layout_cases() -> list[dict]:
@@ -261,6 +277,13 @@ def ncu_child(cubin: str, which: str) -> None:
             k, lines = c["kernel"], np.int64(c["S"] * MB // 128)
             if k == "st_tpose":
                 mod.get_function(k)((int(lines // 32),), (32, 8), (out, lines, np.float32(2.0)))
+            elif k == "st_tpose_ld":
+                hot = inp[: 65536]
+                mod.get_function(k)((int(lines // 32),), (32, 8), (out, lines, hot, np.int32(c["k"]), np.float32(0.0),
+                                                                 inp[65536:65537]))
+            elif k == "tp_pitch":  # (the 256 MiB output buffer holds m x (m + 1024) floats at S <= 64)
+                m = int(round((c["S"] * MB // 4) ** 0.5))
+                mod.get_function(k)((m // 32, m // 32), (32, 8), (inp, out, np.int32(m), np.int32(m + c["pad"])))
             elif k == "st_delay":
                 mod.get_function(k)((int(lines // 32),), (32, 8), (out, lines, np.float32(2.0), np.int32(c["spin"])))
             elif k == "st_sector":
@@ -313,7 +336,8 @@ def run_ncu(ncu: str, cubin: str, which: str, metrics: list[str]) -> dict:
 
 SETS = {"all": cases, "full": lambda: FULL_CASES, "partial": partial_cases, "transpose": transpose_cases,
         "copy": copy_cases, "layout": layout_cases,
-        "upload": upload_cases, "first": first_cases, "fresh": fresh_cases, "tpose2": tpose2_cases}
+        "upload": upload_cases, "first": first_cases, "fresh": fresh_cases, "tpose2": tpose2_cases,
+        "stload": stload_cases, "pitch": pitch_cases}
 
 
 def main() -> int:
@@ -322,13 +346,14 @@ def main() -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--which", default="all", help=argparse.SUPPRESS)
-    ap.add_argument("--set", choices=("writes", "partial", "transpose", "copy", "layout", "upload", "first", "fresh", "tpose2"), default="writes",
+    ap.add_argument("--set", choices=("writes", "partial", "transpose", "copy", "layout", "upload", "first", "fresh", "tpose2", "stload", "pitch"), default="writes",
                     help="writes: the write-back cases (default); partial: partial-sector stores and copies near "
                          "capacity; transpose: transpose_naive and variants; copy: streamed copies in copy_float4's "
                          "order, finer write-then-read steps; layout: the same copies and transposes with the "
                          "buffers placed differently, or random data; upload: the same with buffers filled by "
                          "host-to-device copies just before the launch; first: a copy as the process's first kernel; "
-                         "fresh: kernels on newly allocated memory against reused; tpose2: transpose_naive variants")
+                         "fresh: kernels on newly allocated memory against reused; tpose2: transpose_naive variants; stload: partial-sector stores with loads between them; pitch: "
+                         "transpose_naive with padded output rows")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
     args = ap.parse_args()
     if args.ncu_child:

@@ -240,3 +240,24 @@ extern "C" __global__ void tp_stonly(const float* in, float* out, int m) {
 #pragma unroll
     for (int j = 0; j < 32; j += 8) out[(long long)x * m + y + j] = 2.0f;
 }
+
+// ---- set "pstride" (run_dram_writes.py --set pstride): which feature of tp_stonly's partial-sector stores
+// makes ~13% (16 MiB) to ~27% (64 MiB) of their sectors cost a DRAM read and write, where st_tpose's cost
+// 2-4%. st_stride generalises both: the output is rows x pitch floats; CTA (bx, by) of 32 x 8 threads
+// writes the 128-byte segments at column 32 * by of rows 32 * bx + lane, each sector 4 bytes at a time by
+// the CTA's 8 warps (iteration j writes float ty + j of the segment), as transpose_naive does.
+// pitch = 32 floats: consecutive lines (st_tpose); pitch = m: tp_stonly. swap = 1 launches the CTAs
+// along a row instead (consecutive CTAs write neighbouring segments of the same 32 rows). spin: cycles
+// each warp waits after each store, times (ty + 1). Dynamic shared memory (unused) limits CTAs per SM.
+extern "C" __global__ void st_stride(float* out, int pitch, int swap, int spin, float v) {
+    const int bx = swap ? blockIdx.y : blockIdx.x, by = swap ? blockIdx.x : blockIdx.y;
+    const long long base = (long long)(bx * 32 + threadIdx.x) * pitch + by * 32 + threadIdx.y;
+#pragma unroll
+    for (int j = 0; j < 32; j += 8) {
+        out[base + j] = v;
+        if (spin) {
+            const long long t0 = clock64();
+            while (clock64() - t0 < (long long)(threadIdx.y + 1) * spin) { }
+        }
+    }
+}

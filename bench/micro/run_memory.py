@@ -164,6 +164,28 @@ def m_ldg_rates(b: Bench) -> dict:
     return res
 
 
+def m_bcast(b: Bench) -> dict:
+    """L1-hitting loads of 32, 64 and 128 bits with every lane on one address (stride 0: one sector, but
+    32 x width bytes of register data) against the coalesced ones (stride = width): does a warp load
+    pass the L1 at one line per cycle, or at 128 bytes of lane data per cycle? 1 CTA per SM."""
+    cp, np = b.cp, b.np
+    buf = cp.zeros(64 << 20, dtype=cp.uint8)
+    sink = cp.zeros(1 << 16, dtype=cp.uint32)
+    iters = 256
+    res = {"method": f"ldg_ca<bits> as group ldg (L1 hits), lanes `stride` bytes apart; rate = warp loads / SM cycle",
+           "cases": {}}
+    for bits in (32, 64, 128):
+        for stride in (0, bits // 8):
+            for w in (8, 32):
+                r = rate_case(b, f"ldg_ca{bits}", w,
+                              lambda out: (buf, sink, out, np.int32(iters), np.int32(stride), np.uint64(0)), iters * U)
+                r.update({"bits": bits, "stride_bytes": stride, "lines_per_request": max(1, 32 * stride // 128),
+                          "lane_bytes_per_request": 32 * bits // 8})
+                res["cases"][f"ldg_ca{bits}_s{stride}_w{w}"] = r
+    del buf
+    return res
+
+
 def m_stream(b: Bench) -> dict:
     """Loads that miss L1 and L2 (each warp walks its own fresh chunk of a 2+ GB buffer)."""
     cp, np = b.cp, b.np
@@ -566,7 +588,7 @@ def main() -> int:
         R["errors"].append(f"nvidia-smi: {e!r}")
     b = Bench(comp["cubin"])
     b.launch("empty", 1, 32, (b.np.uint64(0),))
-    groups = {"ldg": m_ldg_rates, "wrap": m_wrap, "scatter": m_scatter, "partition": m_partition, "stream": m_stream, "stg": m_stg, "stg_scatter": m_stg_scatter, "sts": m_sts, "issue": m_issue,
+    groups = {"ldg": m_ldg_rates, "bcast": m_bcast, "wrap": m_wrap, "scatter": m_scatter, "partition": m_partition, "stream": m_stream, "stg": m_stg, "stg_scatter": m_stg_scatter, "sts": m_sts, "issue": m_issue,
               "issue4": m_issue4, "mix": m_mix, "mix2": m_mix2,
               "launch": m_launch, "bandwidth": m_bandwidth_events}
     only = {s for s in args.only.split(",") if s}

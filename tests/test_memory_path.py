@@ -239,6 +239,62 @@ def test_a_warp_waits_once_its_outstanding_miss_bytes_reach_the_limit(h100):
     assert last_return(512) > 2.5 * h100.memory.dram.latency_cycles
 
 
+def test_a_load_that_finds_its_line_on_its_way_waits_for_the_fill(h100):
+    """l1_merge (validation/h100/micro/l1_merge_h100.json): after warp 0 misses on a line, warp w of the
+    same SM loads it w x gap cycles later; each later warp's latency falls by about the gap (its data
+    come with warp 0's fill) until it reaches the L1 hit latency. Served as a hit at once, every warp
+    after the first would see the hit latency. The model's drop from warp 0 to warp w is compared with
+    the measured one where the measured latency is still above the hit floor (the clock and STS around
+    the load add about the same to every warp)."""
+    import json
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).resolve().parents[1] / "validation/h100/micro/l1_merge_h100.json").read_text())
+    cases = {(c["source"], c["own"], c["gap"]): c["latency_median"] for c in data["cases"]}
+    floor = min(cases[("l2", 0, 128)])  # the L1 hit as this benchmark sees it
+    checked = 0
+    for source, gap in (("dram", 64), ("dram", 128), ("l2", 32), ("l2", 64)):
+        mem = MemorySystem(h100, h100.clock_mhz)
+        l1 = L1(h100, mem)
+        if source == "l2":  # the line sits in L2: a first load fills it there, then L1 is emptied
+            mem.fetch(0.0, [7], 0.0)
+            l1 = L1(h100, mem)
+        t0 = 10_000.0
+        model = [l1.load(t0 + w * gap, t0 + w * gap, [7]) - (t0 + w * gap) for w in range(8)]
+        measured = cases[(source, 0, gap)]
+        for w in range(1, 8):
+            if measured[w] > 1.5 * floor:
+                assert abs((model[0] - model[w]) - (measured[0] - measured[w])) < 60, (source, gap, w, model, measured)
+                checked += 1
+        assert model[7] >= h100.memory.l1.latency_cycles
+    assert checked >= 15
+    own = cases[("dram", 1, 128)]  # the control: each warp on a line of its own sees the whole latency
+    assert max(own) - min(own) < 0.1 * max(own)
+
+
+def test_broadcast_loads_hold_the_l1_stage_for_their_lane_data():
+    """bcast (validation/h100/micro/memory9_h100.json): a broadcast LDG.64 / LDG.128 (one sector) passes
+    the L1 at the rate of a coalesced one of its width: 128 B of lane data per cycle, not one line."""
+    import json
+    from pathlib import Path
+
+    import numpy as np
+
+    from gpusim.timing.precompute import load_stage_units
+
+    data = json.loads((Path(__file__).resolve().parents[1] / "validation/h100/micro/memory9_h100.json").read_text())
+    rate32 = data["bcast"]["cases"]["ldg_ca32_s0_w32"]["warp_inst_per_sm_cycle"]
+    full = np.uint32(0xFFFFFFFF)
+    for bits in (32, 64, 128):
+        units = load_stage_units(np.array([1], np.int8), np.array([full]), np.array([bits // 8]), 128)[0]
+        measured = data["bcast"]["cases"][f"ldg_ca{bits}_s0_w32"]["warp_inst_per_sm_cycle"]
+        assert units == round(rate32 / measured), (bits, units, measured)
+    # lines stay the floor: an uncoalesced LDG.32 touching 32 lines holds the stage 32 cycles
+    assert load_stage_units(np.array([32], np.int8), np.array([full]), np.array([4]), 128)[0] == 32
+    # only executing lanes carry data: 16 lanes of LDG.64 are one cycle's worth
+    assert load_stage_units(np.array([1], np.int8), np.array([np.uint32(0xFFFF)]), np.array([8]), 128)[0] == 1
+
+
 # ---- the microbenchmarks behind these numbers ------------------------------------------------------
 def test_microbenchmarks_without_a_gpu_say_so_in_one_line(tmp_path):
     import importlib.util

@@ -165,6 +165,10 @@ class L1Config(_Model):
     lines_per_cycle: float = Field(default=1.0, gt=0)
     """Tag lookups per cycle of the L1/texture pipe: a warp's global access occupies it for as many
     cycles as it touches distinct 128-byte lines (an uncoalesced access is slow even when it hits)."""
+    load_lane_bytes_per_cycle: int | None = Field(default=None, ge=1)
+    """Bytes of lane data the L1 returns to the registers per cycle: a warp's global load occupies the
+    tag/data stage for at least ceil(executing lanes x access width / this) cycles, even where it touches
+    fewer lines (a broadcast LDG.64 reads one sector and takes 2 cycles at 128). None: lines only."""
     unified_data_stage: bool = False
     """True: shared memory and L1 are one array (Volta and later), and the lines of global/local
     accesses and the wavefronts of shared-memory accesses pass one SM-wide data stage, one unit per

@@ -49,7 +49,8 @@ class GPU:
         self.precompute_rules = dict(reg_banks=rf.banks, reg_bank_width_bits=rf.bank_width_bits,
                                      reg_read_ports=rf.read_ports, reuse_cache=rf.reuse_cache, smem_banks=sh.banks,
                                      smem_bank_width_bytes=sh.bank_width_bytes, sector_bytes=l1.sector_bytes,
-                                     line_bytes=l1.line_bytes, smem_phase_bytes=arch_rules["smem_phase_bytes"],
+                                     line_bytes=l1.line_bytes, load_lane_bytes=l1.load_lane_bytes_per_cycle,
+                                     smem_phase_bytes=arch_rules["smem_phase_bytes"],
                                      smem_pack_uniform_pairs=arch_rules["smem_pack_uniform_pairs"])
         self.cols = precompute(program, trace, **self.precompute_rules)
         rec = trace.records

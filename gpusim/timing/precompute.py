@@ -277,6 +277,16 @@ def _shared_block(addr, lanes, nbytes, lanes_per_phase, banks, bank_width, bank_
 
 
 # ---- global memory -------------------------------------------------------------------------------
+def load_stage_units(lines, exec_mask, access_bytes, lane_bytes_per_cycle: int) -> np.ndarray:
+    """Cycles a warp's global load holds the L1 stage: its distinct lines, but at least its lane data
+    (executing lanes x access width) over the bytes the L1 returns per cycle. H100: a broadcast LDG.64
+    (one sector) passes at 0.48-0.50 per cycle like a coalesced one (two lines), LDG.128 at 0.24-0.25
+    (validation/h100/micro/memory9_h100.json `bcast`)."""
+    lanes = _lane_bits(np.asarray(exec_mask, dtype=np.uint32)).sum(axis=1)
+    data = -(-(lanes * np.asarray(access_bytes, dtype=np.int64)) // lane_bytes_per_cycle)
+    return np.maximum(np.asarray(lines), data).astype(np.asarray(lines).dtype)
+
+
 def global_sectors(addresses, access_bytes, exec_mask, sector_bytes: int = 32, line_bytes: int = 128, rows=None):
     """(sectors, lines): distinct sectors and cache lines touched by the executing lanes of each access
     (`rows`: the accesses are rows `rows` of `addresses`).
@@ -580,8 +590,8 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
                reg_memory_ops: bool = False, reg_read_ports: int | None = None,
                smem_banks: int = 32, smem_bank_width_bytes: int = 4, smem_bank_row_words: int = 1,
                smem_phase_bytes: int | None = None, smem_pack_uniform_pairs: bool = False,
-               sector_bytes: int = 32, line_bytes: int = 128, reuse_carry: np.ndarray | None = None,
-               no_reuse: bool = True) -> dict[str, np.ndarray]:
+               sector_bytes: int = 32, line_bytes: int = 128, load_lane_bytes: int | None = None,
+               reuse_carry: np.ndarray | None = None, no_reuse: bool = True) -> dict[str, np.ndarray]:
     """Per record columns (aligned with ``trace.records``; int16 `COLUMN_DTYPE`: smem_wavefronts,
     smem_conflicts; int8 `SMALL_COLUMN_DTYPE`: gsectors, glines, reg_conflict_cycles, reuse_hits,
     reg_conflict_cycles_no_reuse). Records that
@@ -592,6 +602,7 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
     cache's state left by the warps' earlier records when a stream comes in pieces (`_Reuse.hits`; one
     column more than the operand slots: the read-port debt). `reg_read_ports`: the read-port rule.
     `no_reuse`: False leaves reg_conflict_cycles_no_reuse out (detailed mode's stream reads none).
+    `load_lane_bytes`: glines of a global load is at least its lane data over this (`load_stage_units`).
     """
     rec = trace.records
     n = len(rec)
@@ -620,6 +631,10 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
         cols["gsectors"][sel], cols["glines"][sel] = global_sectors(trace.addresses, trace.access_bytes[r],
                                                                     rec["exec_mask"][sel], sector_bytes, line_bytes,
                                                                     rows=r)
+        if load_lane_bytes:
+            ld = sel[kind[kind >= kinds.index(GLOBAL_LOAD) + 1] == kinds.index(GLOBAL_LOAD) + 1]
+            cols["glines"][ld] = load_stage_units(cols["glines"][ld], rec["exec_mask"][ld],
+                                                  trace.access_bytes[rows[ld]], load_lane_bytes)
     conflicts, hits, without = register_bank_conflicts(program, trace, reg_banks, reg_bank_width_bits, reuse_cache,
                                                         reg_memory_ops, return_hits=True, carry=reuse_carry,
                                                         read_ports=reg_read_ports, no_reuse=no_reuse)

@@ -302,28 +302,42 @@ def l1_load(st, sm, w, now, ready, lo, hi, base, readonly, nbytes):
     m = st.mem[0]
     missing = st.scratch_sectors
     k = 0
-    if m.caches_loads or readonly:
-        l1 = (st.l1_slots[sm], st.l1_links[sm], st.l1_keys[sm], st.l1_vals[sm], st.l1_meta[sm], st.l1_free[sm])
+    filling = -np.inf  # the latest fill among the sectors found in L1 (one still in flight: later than now)
+    cached = m.caches_loads or readonly
+    l1 = (st.l1_slots[sm], st.l1_links[sm], st.l1_keys[sm], st.l1_vals[sm], st.l1_meta[sm], st.l1_free[sm])
+    if cached:
         for i in range(lo, hi):
-            if not L.cache_access(l1, st.l1_counts[sm], base + st.sector_list[i]):
-                missing[k] = base + st.sector_list[i]
+            s = base + st.sector_list[i]
+            r = L.cache_lookup(l1, st.l1_counts[sm], s)
+            if r == -np.inf:
+                L.cache_fill(l1, s, np.inf)  # allocated now, its data there when the fetch below returns
+                missing[k] = s
                 k += 1
+            elif r > filling:
+                filling = r
     else:
         for i in range(lo, hi):
             missing[k] = base + st.sector_list[i]
             k += 1
     done = ready + m.l1_latency if k < hi - lo else ready
+    if filling > done:
+        done = filling
     if k:
         if m.miss_limit < 0:
-            f = fetch(st, now, missing, k, ready)
-            return done if done >= f else f
-        n = min(m.miss_limit, nbytes)
-        finish = fetch(st, now, missing, k, _miss_slot(st, w, ready, n))
-        c = st.miss_n[w]
-        if c >= st.miss_t.shape[1]:
-            raise RuntimeError("compiled engine: a warp's outstanding L1 misses overflowed")
-        st.miss_t[w, c] = finish
-        st.miss_b[w, c] = n
-        st.miss_n[w] = c + 1
+            finish = fetch(st, now, missing, k, ready)
+        else:
+            n = min(m.miss_limit, nbytes)
+            finish = fetch(st, now, missing, k, _miss_slot(st, w, ready, n))
+            c = st.miss_n[w]
+            if c >= st.miss_t.shape[1]:
+                raise RuntimeError("compiled engine: a warp's outstanding L1 misses overflowed")
+            st.miss_t[w, c] = finish
+            st.miss_b[w, c] = n
+            st.miss_n[w] = c + 1
+        if cached:
+            for j in range(k):
+                node = L.find(l1, missing[j])
+                if node:
+                    l1[3][node] = finish
         done = done if done >= finish else finish
     return done

@@ -3,6 +3,13 @@
 Loads look their sectors up (where the card caches global loads there, and always for the read-only
 path); the missing ones go to L2. Stores write through to L2 without allocating in L1.
 
+A missing sector is allocated at once and its data are there when its fetch returns: a load of the
+SM that finds it before then waits for that fill (the miss is merged, not sent again), not the hit
+latency. H100 (validation/h100/micro/l1_merge_h100.json, bench/micro/l1_merge.cu): warp w of eight
+loading a line w x gap cycles after warp 0 missed on it sees warp 0's latency less about w x gap (L2:
+381, 344, 299, 259, ... at gap 32; DRAM: 795, 715, 665, 600, 519, ... at gap 64) down to the hit
+latency, while warps on lines of their own each see the whole latency.
+
 A warp has at most `miss_bytes_per_warp` bytes of register data in loads that missed L1 outstanding
 (a warp's load counts 32 lanes x its access width): a load that would exceed it waits, inside the
 memory pipeline, until enough earlier ones return. Measured on the H100 with loads that miss L1 and
@@ -36,18 +43,32 @@ class L1:
         """A load issued at `now` whose lines have passed the tag stage at `ready`: the cycle its data is
         there. Loads through the read-only/texture path are cached in L1 on every card here; plain
         global loads only where the card caches them (`caches_global_loads`)."""
-        if self.caches_loads or readonly:
-            missing = [s for s in sectors if not self.cache.access(s)]
+        cached = self.caches_loads or readonly
+        missing, filling = [], float("-inf")
+        if cached:
+            for s in sectors:
+                r = self.cache.lookup(s)
+                if r is None:
+                    self.cache.fill(s, float("inf"))  # allocated now, its data there when the fetch returns
+                    missing.append(s)
+                else:
+                    filling = max(filling, r)
         else:
             missing = list(sectors)
         # configured L2/DRAM latencies are end to end (pointer chases), so a miss does not add L1's
         done = ready + self.latency if len(missing) < len(sectors) else ready
+        done = max(done, filling)  # a sector still on its way from L2 is there when its fill is
         if missing:
             if self.miss_limit is None or warp is None:
-                return max(done, self.memory.fetch(now, missing, ready))
-            n = min(self.miss_limit, nbytes)
-            finish = self.memory.fetch(now, missing, self._miss_slot(warp, ready, n))
-            warp.misses.append((finish, n))
+                finish = self.memory.fetch(now, missing, ready)
+            else:
+                n = min(self.miss_limit, nbytes)
+                finish = self.memory.fetch(now, missing, self._miss_slot(warp, ready, n))
+                warp.misses.append((finish, n))
+            if cached:
+                for s in missing:
+                    if s in self.cache.sectors:
+                        self.cache.sectors[s] = finish
             done = max(done, finish)
         return done
 

@@ -432,6 +432,8 @@ def _print_result(r) -> None:
         table.add_row(k, v)
     print_table(console, table)
     console.print(_check_line(r.checked, r.check))
+    for note in r.notes:
+        console.print(f"note: {note}")
 
 
 def _print_measured(r, measured: dict) -> None:

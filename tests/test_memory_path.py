@@ -359,3 +359,19 @@ def test_sampled_counters_bad_flags_are_one_line():
         r = subprocess.run([sys.executable, script, *argv], capture_output=True, text=True)
         assert r.returncode == 2 and r.stdout == "" and len(r.stderr.strip().splitlines()) == 1, (argv, r.stderr)
         assert said in r.stderr, (argv, r.stderr)
+
+
+def test_stores_that_leave_sectors_to_other_warps_get_a_note():
+    """transpose_naive's warps write 4 bytes into each of 32 sectors and leave the rest to 7 other warps
+    (the H100 then adds DRAM traffic gpusim does not model: dram_pstride_h100.json); transpose_smem
+    writes whole sectors, and sgemm_vec4's two 16-byte stores per lane fill each sector within the warp.
+    The note comes in detailed mode (streamed, cold; whole trace, warm) and in sampled mode alike."""
+    from gpusim.timing.driver import run_workload
+
+    def noted(workload, size, mode="detailed", l2="cold"):
+        r = run_workload(workload, "h100", size, mode=mode, overrides={"memory.l2.initial": l2})
+        return any("dram_pstride_h100.json" in n for n in r.notes)
+
+    assert noted("transpose_naive", 64) and noted("transpose_naive", 64, l2="warm")
+    assert noted("transpose_naive", 512, mode="sampled")
+    assert not noted("transpose_smem", 64) and not noted("sgemm_vec4", 128)

@@ -480,11 +480,13 @@ class GPU:
         executed = self._executed()
         weight = self._record_weights()
         smem, gl = self._record_kinds == SMEM, self._record_kinds == GLOAD
+        whole, part = store_sector_counts(self.trace, self._record_kinds, self.cfg.memory.l1.sector_bytes)
         return {"executed": executed, "smem_accesses": float(weight[smem].sum()),
                 "smem_wavefronts": float((self.cols["smem_wavefronts"] * weight)[smem].sum()),
                 "smem_conflicts": float((self.cols["smem_conflicts"] * weight)[smem].sum()),
                 "reg_conflict_cycles": float((self.cols["reg_conflict_cycles"] * weight).sum()),
-                "reuse_hits": float((self.cols["reuse_hits"] * weight).sum()), "global_loads": float(weight[gl].sum())}
+                "reuse_hits": float((self.cols["reuse_hits"] * weight).sum()), "global_loads": float(weight[gl].sum()),
+                "store_sectors": whole, "partial_store_sectors": part}
 
     def _result(self, sms, memory, occ, n_ctas, workload, size, totals: dict | None = None) -> SimResult:
         cfg, prog = self.cfg, self.program
@@ -524,7 +526,8 @@ class GPU:
                     **memory.counters()},
             mode=self.mode,
             timeline=[e for sm in sms for e in (sm.timeline or [])] if self.window is not None else None,
-            notes=[] if self.control_mode else ["dependencies from a register scoreboard (control codes not used)"])
+            notes=([] if self.control_mode else ["dependencies from a register scoreboard (control codes not used)"])
+            + partial_store_notes(tot, cfg))
 
 
     def _result_sampled(self, sms, memory, occ, workload, size, active, ends, n_traced, repeat_cycles,
@@ -638,6 +641,53 @@ def sector_deltas(starts, sectors) -> tuple[np.ndarray, np.ndarray]:
         raise GpusimError(f"a global access (address row {r}) spans {int(deltas.max()):,} sectors: the compiled "
                           "engine keeps a row's sectors within 2^31 of its first")
     return bases, deltas.astype(np.int32)
+
+
+def store_sector_counts(trace, record_kinds, sector_bytes: int = 32, chunk: int = 65536) -> tuple[int, int]:
+    """(pairs, partial): the (warp, sector) pairs the global stores of `trace` write, and how many of
+    them the warp's own stores leave incomplete (fewer than `sector_bytes` bytes: the rest of the
+    sector comes from other warps, as in a naive transpose). A sector a warp fills with two stores of
+    16 bytes a lane is whole. Records are taken `chunk` at a time, a warp split between two chunks
+    counted in each."""
+    rec = trace.records
+    st = np.flatnonzero((record_kinds == GSTORE) & (rec["mem_row"] >= 0))
+    if not len(st):
+        return 0, 0
+    warp_of = np.searchsorted(np.asarray(trace.warp_starts, dtype=np.int64), st, side="right") - 1
+    shift = np.uint64(int(np.log2(sector_bytes)))
+    pairs = partial = 0
+    for i in range(0, len(st), chunk):
+        r = rec["mem_row"][st[i:i + chunk]]
+        lanes = lane_bits(rec["exec_mask"][st[i:i + chunk]])
+        sec = (trace.addresses[r] >> shift)[lanes].view(np.int64)
+        warp = np.broadcast_to(warp_of[i:i + chunk, None], lanes.shape)[lanes]
+        width = np.broadcast_to(trace.access_bytes[r].astype(np.int64)[:, None], lanes.shape)[lanes]
+        order = np.lexsort((sec, warp))
+        sec, warp, width = sec[order], warp[order], width[order]
+        first = np.flatnonzero(np.r_[True, (sec[1:] != sec[:-1]) | (warp[1:] != warp[:-1])])
+        written = np.add.reduceat(width, first)
+        pairs += len(first)
+        partial += int(np.count_nonzero(written < sector_bytes))
+    return pairs, partial
+
+
+# Stores that write sectors in pieces (4 bytes a lane into 32 lines: a naive transpose) cost the H100 a
+# DRAM read and a DRAM write for 3-4% of those sectors when the lines a warp writes are next to each
+# other, 10-27% when they lie 3 or more lines apart (8 CTAs per SM; ~0 at 1-2 CTAs per SM):
+# validation/h100/micro/dram_pstride_h100.json. The model writes whole sectors; the note says so.
+PARTIAL_STORE_NOTE_FRACTION = 0.25
+
+
+def partial_store_notes(tot: dict, cfg) -> list[str]:
+    """A note when at least `PARTIAL_STORE_NOTE_FRACTION` of the (warp, sector) pairs global stores write
+    are sectors the warp writes only in part, on a card whose DRAM traffic for them was measured (sm_90)."""
+    whole, part = tot.get("store_sectors", 0), tot.get("partial_store_sectors", 0)
+    if cfg.arch != "sm_90" or not whole or part < PARTIAL_STORE_NOTE_FRACTION * whole:
+        return []
+    return [f"{part / whole:.0%} of the sectors global stores write are written in part by each warp (the rest by others); the "
+            "H100 adds a DRAM read and a DRAM write for 3-27% of such sectors (most with many CTAs per SM and a "
+            "warp's lines 3 or more lines apart; validation/h100/micro/dram_pstride_h100.json), which gpusim does not "
+            "model: its DRAM bytes are low by up to that share of these sectors, and its time where DRAM limits the kernel"]
 
 
 def simulate(program, trace, cfg, workload: str | None = None, size: int | None = None,

@@ -57,7 +57,7 @@ def segment_from_trace(gpu, trace, carry: np.ndarray, complete: np.ndarray, tota
     """A `Segment` of the warps of `trace` (a piece of each one's stream), with the columns `gpu`
     works out for a whole trace; `carry` (row g - `first_gid` for warp id g) continues the reuse
     cache's state across pieces; `totals` (see `GPU.trace_totals`) gets this piece's counts added."""
-    from gpusim.timing.gpu import global_sector_rows, mem_exec_masks, sector_deltas
+    from gpusim.timing.gpu import global_sector_rows, mem_exec_masks, sector_deltas, store_sector_counts
     from gpusim.timing.precompute import precompute
 
     gids = np.asarray(trace.warp_ids, dtype=np.int64)
@@ -76,6 +76,9 @@ def segment_from_trace(gpu, trace, carry: np.ndarray, complete: np.ndarray, tota
     totals["reg_conflict_cycles"] += int(cols["reg_conflict_cycles"].sum(dtype=np.int64))
     totals["reuse_hits"] += int(cols["reuse_hits"].sum(dtype=np.int64))
     totals["global_loads"] += int(np.count_nonzero(kinds == GLOAD))
+    whole, part = store_sector_counts(trace, kinds, gpu.cfg.memory.l1.sector_bytes)
+    totals["store_sectors"] += whole
+    totals["partial_store_sectors"] += part
     counts = np.diff(np.append(trace.warp_starts, len(rec))).astype(np.int64)
     records = {"pcs": rec["pc_index"], "mem_rows": rec["mem_row"], "regc": cols["reg_conflict_cycles"],
                "wavef": cols["smem_wavefronts"], "glines": cols["glines"]}
@@ -85,7 +88,7 @@ def segment_from_trace(gpu, trace, carry: np.ndarray, complete: np.ndarray, tota
 
 def new_totals(n_pc: int) -> dict:
     return {"executed": np.zeros(n_pc, dtype=np.int64), "smem_accesses": 0, "smem_wavefronts": 0, "smem_conflicts": 0,
-            "reg_conflict_cycles": 0, "reuse_hits": 0, "global_loads": 0}
+            "reg_conflict_cycles": 0, "reuse_hits": 0, "global_loads": 0, "store_sectors": 0, "partial_store_sectors": 0}
 
 
 def _trim_heap() -> None:

@@ -261,3 +261,22 @@ extern "C" __global__ void st_stride(float* out, int pitch, int swap, int spin, 
         }
     }
 }
+
+// ---- set "pgroup" (run_dram_writes.py --set pgroup): st_stride with the 32 lines of a warp store in groups
+// of g consecutive lines, the groups `gap` lines apart: lane l writes line (l / g) * gap + l % g of its
+// CTA's block (g = 32: st_tpose; g = 1, gap = k: st_stride k). CTA b's block starts at 32 * gap / g * b
+// lines... (blocks of consecutive CTAs interleave so that every line is written once): line =
+// ((l / g) * (nctas) + b) * g + l % g for nctas CTAs: the groups of CTA b sit b groups into each row of
+// groups. Which granularity of neighbouring lines written together keeps partial sectors cheap?
+extern "C" __global__ void st_group(float* out, int g, int spin, float v) {
+    const long long line = ((long long)(threadIdx.x / g) * gridDim.x + blockIdx.x) * g + threadIdx.x % g;
+    const long long base = line * 32 + threadIdx.y;
+#pragma unroll
+    for (int j = 0; j < 32; j += 8) {
+        out[base + j] = v;
+        if (spin) {
+            const long long t0 = clock64();
+            while (clock64() - t0 < (long long)(threadIdx.y + 1) * spin) { }
+        }
+    }
+}

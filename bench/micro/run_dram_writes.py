@@ -15,6 +15,7 @@
     python3 bench/micro/run_dram_writes.py --set stload --out R     # partial-sector stores, loads between
     python3 bench/micro/run_dram_writes.py --set pitch --out R      # transpose_naive, padded output rows
     python3 bench/micro/run_dram_writes.py --set pstride --out R    # partial-sector stores: stride, order, occupancy
+    python3 bench/micro/run_dram_writes.py --set pgroup --out R     # the same, a warp's lines in groups of g
 
 Every case is one launch profiled once by Nsight Compute (`--cache-control all`, its default: L2 is
 flushed before the launch, so it starts cold) with a small metric set (DRAM bytes read/written, L2
@@ -47,7 +48,7 @@ METRICS = ["gpc__cycles_elapsed.max", "gpu__time_duration.sum", "dram__bytes_rea
 MB = 1 << 20
 KERNELS = ("wr_rd", "wr_hot", "wr_twice", "st_tpose", "st_sector", "copy_il", "tp_naive", "tp_sector", "tp_colread",
            "st_delay", "copy_1pt", "copy_1pt_plain", "copy_gs1", "tp_naive_nc", "tp_sync", "tp_ldcg", "tp_hot", "tp_stcs",
-           "st_tpose_ld", "tp_pitch", "tp_stonly", "st_stride")
+           "st_tpose_ld", "tp_pitch", "tp_stonly", "st_stride", "st_group")
 
 
 def cases() -> list[dict]:
@@ -115,7 +116,7 @@ def copy_cases() -> list[dict]:
 def tpose2_cases() -> list[dict]:
     """Set "tpose2": transpose_naive (tp_naive) and four variants (dram_writes.cu), S MiB per matrix."""
     return [{"kernel": k, "S": s} for k in ("tp_naive", "tp_sync", "tp_ldcg", "tp_hot", "tp_stcs",
-           "st_tpose_ld", "tp_pitch", "tp_stonly", "st_stride") for s in (16, 64)]
+           "st_tpose_ld", "tp_pitch", "tp_stonly", "st_stride", "st_group") for s in (16, 64)]
 
 
 def stload_cases() -> list[dict]:
@@ -146,6 +147,16 @@ def pstride_cases() -> list[dict]:
     out += [{"kernel": "st_stride", "S": 16, "k": k} for k in (3, 5, 6, 12, 48, 63, 65)]
     out += [{"kernel": "st_stride", "S": 16, "k": 64, "smem": kib} for kib in (45, 56)]
     out += [{"kernel": "st_stride", "S": 16, "k": 1, "smem": 200}]
+    return out
+
+
+def pgroup_cases() -> list[dict]:
+    """Set "pgroup": st_group (dram_writes.cu), S MiB of output, a warp store's 32 lines in groups of `g`
+    consecutive lines, consecutive CTAs' groups side by side (so the groups of one CTA lie 32 / g x CTAs
+    lines apart... g lines x grid CTAs); `smem` KiB of dynamic shared memory per CTA (CTAs per SM)."""
+    out = [{"kernel": "st_group", "S": 16, "g": g} for g in (1, 2, 4, 8, 16, 32)]
+    out += [{"kernel": "st_group", "S": 64, "g": g} for g in (1, 4, 32)]
+    out += [{"kernel": "st_group", "S": 16, "g": g, "smem": 100} for g in (1, 32)]
     return out
 
 
@@ -313,6 +324,11 @@ def ncu_child(cubin: str, which: str) -> None:
                 g = (pitch // 32, rows // 32) if c.get("swap") else (rows // 32, pitch // 32)
                 fn(g, (32, 8), (out, np.int32(pitch), np.int32(c.get("swap", 0)), np.int32(c.get("spin", 0)),
                                 np.float32(2.0)), shared_mem=smem)
+            elif k == "st_group":
+                fn, smem = mod.get_function(k), c.get("smem", 0) * 1024
+                if smem:
+                    fn.max_dynamic_shared_size_bytes = smem
+                fn((int(lines // 32),), (32, 8), (out, np.int32(c["g"]), np.int32(0), np.float32(2.0)), shared_mem=smem)
             elif k == "st_delay":
                 mod.get_function(k)((int(lines // 32),), (32, 8), (out, lines, np.float32(2.0), np.int32(c["spin"])))
             elif k == "st_sector":
@@ -366,7 +382,8 @@ def run_ncu(ncu: str, cubin: str, which: str, metrics: list[str]) -> dict:
 SETS = {"all": cases, "full": lambda: FULL_CASES, "partial": partial_cases, "transpose": transpose_cases,
         "copy": copy_cases, "layout": layout_cases,
         "upload": upload_cases, "first": first_cases, "fresh": fresh_cases, "tpose2": tpose2_cases,
-        "stload": stload_cases, "pitch": pitch_cases, "pstride": pstride_cases}
+        "stload": stload_cases, "pitch": pitch_cases, "pstride": pstride_cases,
+        "pgroup": pgroup_cases}
 
 
 def main() -> int:
@@ -375,7 +392,7 @@ def main() -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--which", default="all", help=argparse.SUPPRESS)
-    ap.add_argument("--set", choices=("writes", "partial", "transpose", "copy", "layout", "upload", "first", "fresh", "tpose2", "stload", "pitch", "pstride"), default="writes",
+    ap.add_argument("--set", choices=("writes", "partial", "transpose", "copy", "layout", "upload", "first", "fresh", "tpose2", "stload", "pitch", "pstride", "pgroup"), default="writes",
                     help="writes: the write-back cases (default); partial: partial-sector stores and copies near "
                          "capacity; transpose: transpose_naive and variants; copy: streamed copies in copy_float4's "
                          "order, finer write-then-read steps; layout: the same copies and transposes with the "
@@ -383,7 +400,7 @@ def main() -> int:
                          "host-to-device copies just before the launch; first: a copy as the process's first kernel; "
                          "fresh: kernels on newly allocated memory against reused; tpose2: transpose_naive variants; stload: partial-sector stores with loads between them; pitch: "
                          "transpose_naive with padded output rows; pstride: partial-sector stores, line stride, "
-                         "CTA order, occupancy")
+                         "CTA order, occupancy; pgroup: the same with a warp's lines in groups of g")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
     args = ap.parse_args()
     if args.ncu_child:
@@ -418,7 +435,7 @@ def main() -> int:
     with open(args.out, "w") as f:
         json.dump(R, f, indent=1)
     for c in R["ncu"]["cases"]:
-        print({k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "S", "k", "swap", "smem", "spin", "dram_write_MiB", "dram_read_MiB",
+        print({k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "S", "k", "g", "swap", "smem", "spin", "dram_write_MiB", "dram_read_MiB",
                                      "lts__t_sectors_op_read.sum", "lts__t_sectors_op_write.sum")})
     for c in R.get("ncu_full_metrics", {}).get("cases", []):
         print("full", {k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "dram_write_MiB", "dram_read_MiB")})

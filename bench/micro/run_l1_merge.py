@@ -75,6 +75,11 @@ def main() -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
     args = ap.parse_args()
+    if not args.dry_run:
+        if not args.out:
+            ap.error("--out is required unless --dry-run")
+        if cupy_missing("run_l1_merge.py"):
+            return 2
     comp = compile_cubin(args.nvcc)
     if args.dry_run:
         dis = shutil.which("cuobjdump")
@@ -83,10 +88,6 @@ def main() -> int:
             print("\n".join(l for l in sass.splitlines() if any(k in l for k in ("LDG", "STS", "CS2R", "S2UR", "BAR"))))
         print(json.dumps(comp, indent=1))
         return 0
-    if not args.out:
-        ap.error("--out is required unless --dry-run")
-    if cupy_missing("run_l1_merge.py"):
-        return 2
     R = {"meta": {"command_line": " ".join(map(shlex.quote, [sys.executable] + sys.argv)),
                   "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "compile": comp,
                   "rounds": ROUNDS, "gaps": GAPS,

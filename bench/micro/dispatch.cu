@@ -1,0 +1,61 @@
+// gpusim H100 microbenchmark: does a warp held back by a full LSU queue (lg_throttle) cost the other warps
+// of its sub-partition issue slots? Nsight charges dispatch_stall on the LDGs of LSU-bound kernels (about
+// half as many samples as their lg_throttle: validation/h100/micro/ncu_source_h100.json); a dispatch that
+// fails would waste the scheduler's cycle. One CTA per SM of 32 warps (8 per sub-partition: warp w runs on
+// sub-partition w % 4). On each sub-partition `ldg_warps` warps (slots w / 4 < ldg_warps) load in a loop,
+// 16 independent LDG.32 per iteration at p + lane * stride + k * 4096 (L1 hits after the first pass;
+// stride 4: 1 line per load, 128: 32 lines), and `fma_warps` warps run 8 independent FFMA chains
+// x = fma(x, A, B) (A, B the same for all: .reuse serves them); the rest exit. The loaders go on until
+// every FFMA warp of the CTA is done (a shared counter, read once per 16 loads). Each warp stamps
+// clock64 around its loop. If a throttled load costs issue slots, the FFMA warps' rate falls as
+// loaders are added.
+extern "C" __global__ void dispatch_steal(const char* buf, float* sink, long long* out, int ldg_iters,
+                                          int fma_iters, int ldg_warps, int fma_warps, int stride) {
+    const int w = threadIdx.x >> 5, slot = w >> 2, lane = threadIdx.x & 31;
+    __shared__ int done;
+    if (threadIdx.x == 0) done = 0;
+    __syncthreads();
+    long long t0, t1;
+    int loads = 0;
+    if (slot < ldg_warps) {
+        const char* p = buf + lane * stride;
+        unsigned acc = 0;
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(t0)::"memory");
+#pragma unroll 1
+        for (int i = 0; (fma_warps ? *(volatile int*)&done < 4 * fma_warps : i < ldg_iters); ++i) {
+            ++loads;
+#pragma unroll
+            for (int k = 0; k < 16; ++k) {
+                unsigned a;
+                asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(a) : "l"(p + k * 4096) : "memory");
+                acc ^= a;
+            }
+        }
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(t1)::"memory");
+        if (acc == 0x12345678u) sink[threadIdx.x] = (float)acc;
+    } else if (slot < ldg_warps + fma_warps) {
+        const float A = sink[64 + lane] + 1.0f, B = sink[96 + lane] + 0.5f;
+        float x0 = lane, x1 = lane + 1, x2 = lane + 2, x3 = lane + 3, x4 = lane + 4, x5 = lane + 5, x6 = lane + 6,
+              x7 = lane + 7;
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(t0)::"memory");
+#pragma unroll 1
+        for (int i = 0; i < fma_iters; ++i) {
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {
+                x0 = __fmaf_rn(x0, A, B); x1 = __fmaf_rn(x1, A, B); x2 = __fmaf_rn(x2, A, B); x3 = __fmaf_rn(x3, A, B);
+                x4 = __fmaf_rn(x4, A, B); x5 = __fmaf_rn(x5, A, B); x6 = __fmaf_rn(x6, A, B); x7 = __fmaf_rn(x7, A, B);
+            }
+        }
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(t1)::"memory");
+        if (lane == 0) atomicAdd(&done, 1);
+        const float s = x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7;
+        if (s == 1.2345f) sink[threadIdx.x] = s;
+    } else {
+        return;
+    }
+    if (lane == 0) {
+        out[3 * (blockIdx.x * 32 + w)] = t0;
+        out[3 * (blockIdx.x * 32 + w) + 1] = t1;
+        out[3 * (blockIdx.x * 32 + w) + 2] = loads;
+    }
+}

@@ -308,7 +308,8 @@ def test_microbenchmarks_without_a_gpu_say_so_in_one_line(tmp_path):
     for script, args in (("run_memory.py", ["--out", str(tmp_path / "m.json")]),
                          ("run_micro.py", ["--out", str(tmp_path / "u.json")]), ("launch_overhead.py", []),
                          ("run_l1_merge.py", ["--out", str(tmp_path / "l.json")]),
-                         ("ncu_source.py", ["--out", str(tmp_path / "src")])):
+                         ("ncu_source.py", ["--out", str(tmp_path / "src")]),
+                         ("run_dispatch.py", ["--out", str(tmp_path / "d.json")])):
         p = subprocess.run([sys.executable, str(micro / script), *args], capture_output=True, text=True, timeout=120)
         if script == "run_micro.py" and p.returncode != 0 and "nvcc" in p.stderr:
             continue  # run_micro compiles first; without nvcc it stops there

@@ -5,12 +5,13 @@
 // sub-partition w % 4). On each sub-partition `ldg_warps` warps (slots w / 4 < ldg_warps) load in a loop,
 // 16 independent LDG.32 per iteration at p + lane * stride + k * 4096 (L1 hits after the first pass;
 // stride 4: 1 line per load, 128: 32 lines), and `fma_warps` warps run 8 independent FFMA chains
-// x = fma(x, A, B) (A, B the same for all: .reuse serves them); the rest exit. The loaders go on until
-// every FFMA warp of the CTA is done (a shared counter, read once per 16 loads). Each warp stamps
+// x = fma(x, A, B) (A, B the same for all: .reuse serves them); the rest exit. With `poll` the loaders go
+// on until every FFMA warp of the CTA is done (a shared counter, read once per 16 loads), else they run
+// `ldg_iters` iterations. Each warp stamps
 // clock64 around its loop. If a throttled load costs issue slots, the FFMA warps' rate falls as
 // loaders are added.
 extern "C" __global__ void dispatch_steal(const char* buf, float* sink, long long* out, int ldg_iters,
-                                          int fma_iters, int ldg_warps, int fma_warps, int stride) {
+                                          int fma_iters, int ldg_warps, int fma_warps, int stride, int poll) {
     const int w = threadIdx.x >> 5, slot = w >> 2, lane = threadIdx.x & 31;
     __shared__ int done;
     if (threadIdx.x == 0) done = 0;
@@ -22,7 +23,7 @@ extern "C" __global__ void dispatch_steal(const char* buf, float* sink, long lon
         unsigned acc = 0;
         asm volatile("mov.u64 %0, %%clock64;" : "=l"(t0)::"memory");
 #pragma unroll 1
-        for (int i = 0; (fma_warps ? *(volatile int*)&done < 4 * fma_warps : i < ldg_iters); ++i) {
+        for (int i = 0; (poll ? *(volatile int*)&done < 4 * fma_warps : i < ldg_iters); ++i) {
             ++loads;
 #pragma unroll
             for (int k = 0; k < 16; ++k) {

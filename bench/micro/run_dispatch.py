@@ -28,10 +28,13 @@ sys.path.insert(0, HERE)
 from run_micro import cupy_missing, run_cmd  # noqa: E402
 
 SRC = os.path.join(HERE, "dispatch.cu")
-CASES = [  # (ldg warps, fma warps) per sub-partition, stride
+CASES = [  # (ldg warps, fma warps) per sub-partition, stride; the loaders poll (run until the FFMA warps end)
     (0, 2, 4), (1, 2, 4), (3, 2, 4), (6, 2, 4),
     (1, 2, 128), (3, 2, 128), (6, 2, 128),
     (0, 1, 4), (3, 1, 128), (6, 1, 128), (6, 0, 128), (6, 0, 4),
+]
+FIXED = [  # the same with the loaders running LDG_ITERS iterations, no polling ("fixed": set --fixed)
+    (1, 2, 4), (1, 2, 128), (3, 2, 128), (1, 1, 4), (3, 1, 128), (1, 0, 4), (3, 0, 128),
 ]
 FMA_ITERS, LDG_ITERS = {4: 2000, 128: 2000}, {4: 400, 128: 40}  # (loaders alone: LDG_ITERS)
 STALLS = ["dispatch_stall", "lg_throttle", "not_selected", "selected", "long_scoreboard", "math_pipe_throttle", "wait"]
@@ -48,14 +51,14 @@ def compile_cubin(nvcc: str) -> dict:
     return {"cubin": cubin, "command": " ".join(map(shlex.quote, cmd))}
 
 
-def launch(mod, cp, np, sms, case, out, buf, sink):
+def launch(mod, cp, np, sms, case, out, buf, sink, poll=True):
     ldg, fma, stride = case
     mod.get_function("dispatch_steal")((sms,), (1024,), (buf, sink, out, np.int32(LDG_ITERS[stride]),
                                                           np.int32(FMA_ITERS[stride]), np.int32(ldg), np.int32(fma),
-                                                          np.int32(stride)))
+                                                          np.int32(stride), np.int32(bool(poll and fma))))
 
 
-def measure(cubin: str) -> list:
+def measure(cubin: str, cases=None, poll=True) -> list:
     import cupy as cp
     import numpy as np
     mod = cp.RawModule(path=cubin)
@@ -63,26 +66,29 @@ def measure(cubin: str) -> list:
     buf, sink = cp.zeros(1 << 20, dtype=cp.uint8), cp.zeros(1024, dtype=cp.float32)
     out = cp.zeros(sms * 32 * 3, dtype=cp.int64)
     res = []
-    for case in CASES:
+    for case in cases or CASES:
         ldg, fma, stride = case
-        vals_f, vals_l = [], []
+        vals_f, vals_l, ldg_span, fma_span = [], [], [], []
         for _ in range(3):
             out.fill(0)
-            launch(mod, cp, np, sms, case, out, buf, sink)
+            launch(mod, cp, np, sms, case, out, buf, sink, poll)
             cp.cuda.runtime.deviceSynchronize()
             o = cp.asnumpy(out).reshape(sms, 32, 3)
             slot = np.arange(32) // 4
             fw, lw = (slot >= ldg) & (slot < ldg + fma), slot < ldg
             if fma:
                 spans = (o[:, fw, 1] - o[:, fw, 0]).max(axis=1)  # per SM: the slowest FFMA warp
+                fma_span.append(float(np.median(spans)))
                 vals_f.append(float(np.median(fma * FMA_ITERS[stride] * 64 / spans)))  # per sub-partition
             if ldg:
                 spans = (o[:, lw, 1].max(axis=1) - o[:, lw, 0].min(axis=1))
+                ldg_span.append(float(np.median(spans)))
                 vals_l.append(float(np.median(o[:, lw, 2].sum(axis=1) * 16 / spans)))  # per SM
         r = {"ldg_warps_per_sp": ldg, "fma_warps_per_sp": fma, "stride": stride,
              "fma_per_cycle_per_sp": round(statistics.median(vals_f), 4) if vals_f else None,
              "ldg_per_cycle_per_sm": round(statistics.median(vals_l), 4) if vals_l else None,
-             "reps_fma": [round(v, 4) for v in vals_f], "reps_ldg": [round(v, 4) for v in vals_l]}
+             "reps_fma": [round(v, 4) for v in vals_f], "reps_ldg": [round(v, 4) for v in vals_l],
+             "loaders_poll": bool(poll and fma), "fma_span_cycles": fma_span, "ldg_span_cycles": ldg_span}
         print(r, flush=True)
         res.append(r)
     return res
@@ -120,6 +126,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out")
     ap.add_argument("--ncu", action="store_true")
+    ap.add_argument("--fixed", action="store_true", help="only the FIXED cases (loaders run a fixed count)")
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
@@ -140,8 +147,8 @@ def main() -> int:
                   "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "compile": comp,
                   "nvidia_smi": run_cmd(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm",
                                          "--format=csv,noheader"]).strip()}}
-    R["cases"] = measure(comp["cubin"])
-    if a.ncu:
+    R["cases"] = measure(comp["cubin"], FIXED, poll=False) if a.fixed else measure(comp["cubin"])
+    if a.ncu and not a.fixed:
         R["ncu"] = run_ncu(comp["cubin"])
     with open(a.out, "w") as fh:
         json.dump(R, fh, indent=1)

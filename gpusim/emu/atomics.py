@@ -7,6 +7,8 @@ nothing), ATOM and RED (generic addresses).
 Each lane reads the word at its address, writes op(old, b) back and (with a destination) gets old
 [PTX ISA atom/red]: ADD, MIN, MAX (.S32/.S64 signed, else unsigned), AND, OR, XOR, EXCH,
 INC (old >= b ? 0 : old + 1), DEC (old == 0 or old > b ? b : old - 1), CAS (new where old == cmp),
+POPC.INC (no data operand: each active lane adds 1, the form ptxas gives atomicAdd(p, 1); from the SASS
+form, no golden kernel covers it),
 and CAST.SPIN, the compare-and-store of the CAS loops nvcc writes for the atomics the hardware lacks
 (64-bit shared add/min/max, float shared add): it stores new where old == cmp and returns 1 there,
 0 elsewhere (the loop retries while it is not 1 [difftest2 golden, d2_atoms]). Float adds (.F32 with
@@ -122,6 +124,8 @@ def atomic(ex):
     ins = ex.ins
     mods = ins.modifiers
     kind = next((m for m in mods if m in (*_INT_OPS, "CAS", "CAST")), None)
+    if "POPC" in mods and kind == "INC":
+        kind = "POPC"  # ATOMS.POPC.INC.32 RZ, [a]: ptxas's atomicAdd(p, 1): each active lane adds 1, no data operand
     if kind is None:
         raise NotImplementedError(f"atomic operation {'.'.join(mods)}")
     dtype = _dtype(mods)
@@ -141,7 +145,8 @@ def atomic(ex):
         if kind == "CAST":
             old = (old == cmp).astype(dtype)  # 1 where it stored
     else:
-        b = _values(ex, data[0], dtype)
+        b = np.ones(int(ex.active.sum()), dtype) if kind == "POPC" else _values(ex, data[0], dtype)
+        kind = "ADD" if kind == "POPC" else kind
         if not returns and kind in _COMMUTATIVE and dtype.kind in "iu":
             _COMMUTATIVE[kind].at(memory, idx, b)  # the same result in any order
             return

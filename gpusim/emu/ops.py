@@ -72,7 +72,7 @@ def r2ur(ex):
     ex.write(0, ex.u32(0))
 
 
-@op("NOP", "DEPBAR", "TEXDEPBAR", "MEMBAR", "CCTL", "LDGDEPBAR")
+@op("NOP", "DEPBAR", "TEXDEPBAR", "MEMBAR", "CCTL", "LDGDEPBAR", "YIELD")
 def nop(ex):
     return None
 

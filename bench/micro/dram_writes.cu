@@ -249,9 +249,9 @@ extern "C" __global__ void tp_stonly(const float* in, float* out, int m) {
 // pitch = 32 floats: consecutive lines (st_tpose); pitch = m: tp_stonly. swap = 1 launches the CTAs
 // along a row instead (consecutive CTAs write neighbouring segments of the same 32 rows). spin: cycles
 // each warp waits after each store, times (ty + 1). Dynamic shared memory (unused) limits CTAs per SM.
-extern "C" __global__ void st_stride(float* out, int pitch, int swap, int spin, float v) {
-    const int bx = swap ? blockIdx.y : blockIdx.x, by = swap ? blockIdx.x : blockIdx.y;
-    const long long base = (long long)(bx * 32 + threadIdx.x) * pitch + by * 32 + threadIdx.y;
+// The four pieces a thread of a 32 x 8 CTA writes into its line at `base` (floats ty, ty + 8, ty + 16,
+// ty + 24: one per sector), waiting (ty + 1) x `spin` cycles after each where `spin` > 0.
+__device__ __forceinline__ void store_pieces(float* out, long long base, int spin, float v) {
 #pragma unroll
     for (int j = 0; j < 32; j += 8) {
         out[base + j] = v;
@@ -262,6 +262,11 @@ extern "C" __global__ void st_stride(float* out, int pitch, int swap, int spin, 
     }
 }
 
+extern "C" __global__ void st_stride(float* out, int pitch, int swap, int spin, float v) {
+    const int bx = swap ? blockIdx.y : blockIdx.x, by = swap ? blockIdx.x : blockIdx.y;
+    store_pieces(out, (long long)(bx * 32 + threadIdx.x) * pitch + by * 32 + threadIdx.y, spin, v);
+}
+
 // ---- set "pgroup" (run_dram_writes.py --set pgroup): st_stride with the 32 lines of a warp store in groups
 // of g consecutive lines, the groups `gap` lines apart: lane l writes line (l / g) * gap + l % g of its
 // CTA's block (g = 32: st_tpose; g = 1, gap = k: st_stride k). CTA b's block starts at 32 * gap / g * b
@@ -270,13 +275,5 @@ extern "C" __global__ void st_stride(float* out, int pitch, int swap, int spin, 
 // groups. Which granularity of neighbouring lines written together keeps partial sectors cheap?
 extern "C" __global__ void st_group(float* out, int g, int spin, float v) {
     const long long line = ((long long)(threadIdx.x / g) * gridDim.x + blockIdx.x) * g + threadIdx.x % g;
-    const long long base = line * 32 + threadIdx.y;
-#pragma unroll
-    for (int j = 0; j < 32; j += 8) {
-        out[base + j] = v;
-        if (spin) {
-            const long long t0 = clock64();
-            while (clock64() - t0 < (long long)(threadIdx.y + 1) * spin) { }
-        }
-    }
+    store_pieces(out, line * 32 + threadIdx.y, spin, v);
 }

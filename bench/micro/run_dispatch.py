@@ -25,7 +25,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_micro import cupy_missing, run_cmd  # noqa: E402
+from run_micro import build_cubin, cupy_missing, run_cmd  # noqa: E402
 
 SRC = os.path.join(HERE, "dispatch.cu")
 CASES = [  # (ldg warps, fma warps) per sub-partition, stride; the loaders poll (run until the FFMA warps end)
@@ -43,12 +43,7 @@ NCU_METRICS = ["gpc__cycles_elapsed.max", "smsp__inst_executed.sum"] + \
 
 
 def compile_cubin(nvcc: str) -> dict:
-    build = os.path.join(HERE, "build")
-    os.makedirs(build, exist_ok=True)
-    cubin = os.path.join(build, "dispatch.cubin")
-    cmd = [nvcc, "-arch=sm_90", "-O3", "-cubin", "-o", cubin, SRC]
-    run_cmd(cmd)
-    return {"cubin": cubin, "command": " ".join(map(shlex.quote, cmd))}
+    return build_cubin(nvcc, SRC)
 
 
 def launch(mod, cp, np, sms, case, out, buf, sink, poll=True):

@@ -22,7 +22,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_micro import cupy_missing, run_cmd  # noqa: E402
+from run_micro import build_cubin, cupy_missing, run_cmd  # noqa: E402
 
 SRC = os.path.join(HERE, "l1_merge.cu")
 ROUNDS = 64
@@ -30,12 +30,7 @@ GAPS = (0, 16, 32, 64, 128)
 
 
 def compile_cubin(nvcc: str) -> dict:
-    build = os.path.join(HERE, "build")
-    os.makedirs(build, exist_ok=True)
-    cubin = os.path.join(build, "l1_merge.cubin")
-    cmd = [nvcc, "-arch=sm_90", "-O3", "-cubin", "-o", cubin, SRC]
-    run_cmd(cmd)
-    return {"cubin": cubin, "command": " ".join(map(shlex.quote, cmd))}
+    return build_cubin(nvcc, SRC)
 
 
 def measure(cubin: str) -> dict:

@@ -101,6 +101,17 @@ def run_cmd(cmd: list[str], timeout: float = 120) -> str:
     return r.stdout
 
 
+def build_cubin(nvcc: str, src: str) -> dict:
+    """`src` (a .cu beside this file) compiled for sm_90 into build/<name>.cubin, as the scripts here
+    build their kernels: {"cubin": path, "command": the nvcc command line}."""
+    build = os.path.join(os.path.dirname(os.path.abspath(__file__)), "build")
+    os.makedirs(build, exist_ok=True)
+    cubin = os.path.join(build, os.path.splitext(os.path.basename(src))[0] + ".cubin")
+    cmd = [nvcc, "-arch=sm_90", "-O3", "-cubin", "-o", cubin, src]
+    run_cmd(cmd)
+    return {"cubin": cubin, "command": " ".join(map(shlex.quote, cmd))}
+
+
 def compile_cubin(nvcc: str, build_dir: str) -> dict:
     os.makedirs(build_dir, exist_ok=True)
     cubin = os.path.join(build_dir, "micro.cubin")

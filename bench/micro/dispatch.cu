@@ -10,9 +10,13 @@
 // `ldg_iters` iterations. Each warp stamps
 // clock64 around its loop. If a throttled load costs issue slots, the FFMA warps' rate falls as
 // loaders are added.
+// `loaders_last`: the FFMA warps take the first slots and the loaders the next ones (younger warps).
 extern "C" __global__ void dispatch_steal(const char* buf, float* sink, long long* out, int ldg_iters,
-                                          int fma_iters, int ldg_warps, int fma_warps, int stride, int poll) {
-    const int w = threadIdx.x >> 5, slot = w >> 2, lane = threadIdx.x & 31;
+                                          int fma_iters, int ldg_warps, int fma_warps, int stride, int poll,
+                                          int loaders_last) {
+    const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int p = w >> 2;  // the warp's place on its sub-partition; slot: its role (< ldg_warps: loader)
+    const int slot = !loaders_last ? p : p < fma_warps ? p + ldg_warps : p < fma_warps + ldg_warps ? p - fma_warps : p;
     __shared__ int done;
     if (threadIdx.x == 0) done = 0;
     __syncthreads();

@@ -36,6 +36,9 @@ CASES = [  # (ldg warps, fma warps) per sub-partition, stride; the loaders poll 
 FIXED = [  # the same with the loaders running LDG_ITERS iterations, no polling ("fixed": set --fixed)
     (1, 2, 4), (1, 2, 128), (3, 2, 128), (1, 1, 4), (3, 1, 128), (1, 0, 4), (3, 0, 128),
 ]
+YOUNG = [  # --fixed --loaders-last: the FFMA warps first on each sub-partition, the loaders after them
+    (1, 2, 4), (1, 1, 4), (1, 2, 128),
+]
 FMA_ITERS, LDG_ITERS = {4: 2000, 128: 2000}, {4: 400, 128: 40}  # (loaders alone: LDG_ITERS)
 STALLS = ["dispatch_stall", "lg_throttle", "not_selected", "selected", "long_scoreboard", "math_pipe_throttle", "wait"]
 NCU_METRICS = ["gpc__cycles_elapsed.max", "smsp__inst_executed.sum"] + \
@@ -46,14 +49,15 @@ def compile_cubin(nvcc: str) -> dict:
     return build_cubin(nvcc, SRC)
 
 
-def launch(mod, cp, np, sms, case, out, buf, sink, poll=True):
+def launch(mod, cp, np, sms, case, out, buf, sink, poll=True, last=False):
     ldg, fma, stride = case
     mod.get_function("dispatch_steal")((sms,), (1024,), (buf, sink, out, np.int32(LDG_ITERS[stride]),
                                                           np.int32(FMA_ITERS[stride]), np.int32(ldg), np.int32(fma),
-                                                          np.int32(stride), np.int32(bool(poll and fma))))
+                                                          np.int32(stride), np.int32(bool(poll and fma)),
+                                                          np.int32(last)))
 
 
-def measure(cubin: str, cases=None, poll=True) -> list:
+def measure(cubin: str, cases=None, poll=True, last=False) -> list:
     import cupy as cp
     import numpy as np
     mod = cp.RawModule(path=cubin)
@@ -66,10 +70,11 @@ def measure(cubin: str, cases=None, poll=True) -> list:
         vals_f, vals_l, ldg_span, fma_span = [], [], [], []
         for _ in range(3):
             out.fill(0)
-            launch(mod, cp, np, sms, case, out, buf, sink, poll)
+            launch(mod, cp, np, sms, case, out, buf, sink, poll, last)
             cp.cuda.runtime.deviceSynchronize()
             o = cp.asnumpy(out).reshape(sms, 32, 3)
-            slot = np.arange(32) // 4
+            place = np.arange(32) // 4
+            slot = np.where(place < fma, place + ldg, np.where(place < fma + ldg, place - fma, place)) if last else place
             fw, lw = (slot >= ldg) & (slot < ldg + fma), slot < ldg
             if fma:
                 spans = (o[:, fw, 1] - o[:, fw, 0]).max(axis=1)  # per SM: the slowest FFMA warp
@@ -83,7 +88,7 @@ def measure(cubin: str, cases=None, poll=True) -> list:
              "fma_per_cycle_per_sp": round(statistics.median(vals_f), 4) if vals_f else None,
              "ldg_per_cycle_per_sm": round(statistics.median(vals_l), 4) if vals_l else None,
              "reps_fma": [round(v, 4) for v in vals_f], "reps_ldg": [round(v, 4) for v in vals_l],
-             "loaders_poll": bool(poll and fma), "fma_span_cycles": fma_span, "ldg_span_cycles": ldg_span}
+             "loaders_poll": bool(poll and fma), "loaders_last": bool(last), "fma_span_cycles": fma_span, "ldg_span_cycles": ldg_span}
         print(r, flush=True)
         res.append(r)
     return res
@@ -97,7 +102,7 @@ def ncu_child(cubin: str) -> None:
     buf, sink = cp.zeros(1 << 20, dtype=cp.uint8), cp.zeros(1024, dtype=cp.float32)
     out = cp.zeros(sms * 32 * 3, dtype=cp.int64)
     for case in CASES:
-        launch(mod, cp, np, sms, case, out, buf, sink)
+        launch(mod, cp, np, sms, case, out, buf, sink, poll=True)
         cp.cuda.runtime.deviceSynchronize()
 
 
@@ -122,6 +127,7 @@ def main() -> int:
     ap.add_argument("--out")
     ap.add_argument("--ncu", action="store_true")
     ap.add_argument("--fixed", action="store_true", help="only the FIXED cases (loaders run a fixed count)")
+    ap.add_argument("--loaders-last", action="store_true", help="with --fixed: the YOUNG cases, loaders after the FFMA warps")
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
@@ -142,7 +148,8 @@ def main() -> int:
                   "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "compile": comp,
                   "nvidia_smi": run_cmd(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm",
                                          "--format=csv,noheader"]).strip()}}
-    R["cases"] = measure(comp["cubin"], FIXED, poll=False) if a.fixed else measure(comp["cubin"])
+    R["cases"] = measure(comp["cubin"], YOUNG if a.loaders_last else FIXED, poll=False, last=a.loaders_last) \
+        if a.fixed else measure(comp["cubin"])
     if a.ncu and not a.fixed:
         R["ncu"] = run_ncu(comp["cubin"])
     with open(a.out, "w") as fh:

@@ -39,7 +39,13 @@ FIXED = [  # the same with the loaders running LDG_ITERS iterations, no polling 
 YOUNG = [  # --fixed --loaders-last: the FFMA warps first on each sub-partition, the loaders after them
     (1, 2, 4), (1, 1, 4), (1, 2, 128),
 ]
-FMA_ITERS, LDG_ITERS = {4: 2000, 128: 2000}, {4: 400, 128: 40}  # (loaders alone: LDG_ITERS)
+ACTIVE = [  # --fixed --active: how many issue-bound warps it takes to starve a loader (loaders first)
+    (1, 3, 4), (1, 4, 4), (2, 2, 4), (2, 1, 4), (2, 3, 4), (0, 3, 4), (0, 4, 4), (2, 0, 4),
+]
+INTEGER = [  # --fixed --integer: stride 0 makes the "loader" an integer warp (LOP3/IADD chains, no memory)
+    (1, 0, 0), (1, 1, 0), (1, 2, 0), (1, 3, 0),
+]
+FMA_ITERS, LDG_ITERS = {4: 2000, 128: 2000, 0: 2000}, {4: 400, 128: 40, 0: 400}  # (loaders alone: LDG_ITERS)
 STALLS = ["dispatch_stall", "lg_throttle", "not_selected", "selected", "long_scoreboard", "math_pipe_throttle", "wait"]
 NCU_METRICS = ["gpc__cycles_elapsed.max", "smsp__inst_executed.sum"] + \
     [f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio" for s in STALLS]
@@ -128,6 +134,8 @@ def main() -> int:
     ap.add_argument("--ncu", action="store_true")
     ap.add_argument("--fixed", action="store_true", help="only the FIXED cases (loaders run a fixed count)")
     ap.add_argument("--loaders-last", action="store_true", help="with --fixed: the YOUNG cases, loaders after the FFMA warps")
+    ap.add_argument("--active", action="store_true", help="with --fixed: the ACTIVE cases (more FFMA warps and loaders)")
+    ap.add_argument("--integer", action="store_true", help="with --fixed: the INTEGER cases (an integer warp for the loader)")
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
@@ -148,8 +156,8 @@ def main() -> int:
                   "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "compile": comp,
                   "nvidia_smi": run_cmd(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm",
                                          "--format=csv,noheader"]).strip()}}
-    R["cases"] = measure(comp["cubin"], YOUNG if a.loaders_last else FIXED, poll=False, last=a.loaders_last) \
-        if a.fixed else measure(comp["cubin"])
+    fixed = INTEGER if a.integer else ACTIVE if a.active else YOUNG if a.loaders_last else FIXED
+    R["cases"] = measure(comp["cubin"], fixed, poll=False, last=a.loaders_last) if a.fixed else measure(comp["cubin"])
     if a.ncu and not a.fixed:
         R["ncu"] = run_ncu(comp["cubin"])
     with open(a.out, "w") as fh:

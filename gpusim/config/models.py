@@ -50,7 +50,11 @@ class UnitConfig(_Model):
 
 
 class SchedulerConfig(_Model):
-    policy: Literal["gto", "lrr", "two_level"] = "gto"
+    policy: Literal["gto", "lrr", "two_level", "two_level_sticky"] = "gto"
+    """The order a sub-partition's scheduler tries its warps (gpusim/timing/sm.py `_candidates`): gto,
+    greedy then oldest; lrr, round robin after the last issuer; two_level, the oldest
+    `two_level_active_warps` not waiting on global memory; two_level_sticky, a set of that many warps
+    that keeps its members until they wait on a result, a memory queue or a barrier (`SM._sticky`)."""
     two_level_active_warps: int = Field(default=8, ge=1)
     dual_issue: Literal["none", "kepler", "control_codes"]
     """kepler: hardware pairs two independent consecutive instructions of one warp;

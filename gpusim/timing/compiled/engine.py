@@ -54,7 +54,8 @@ WARP = np.dtype([("gid", "i8"), ("cta", "i8"), ("sp", "i8"), ("pos", "i8"), ("en
                  ("age", "i8"),
                  # sampled mode (compiled/loops.py): the sampler's position minus `pos`; where the warp
                  # reaches left-out loop iterations, where a made-up one ends and where it goes on
-                 ("shift", "i8"), ("gap_at", "i8"), ("jump_at", "i8"), ("jump_to", "i8")])
+                 ("shift", "i8"), ("gap_at", "i8"), ("jump_at", "i8"), ("jump_to", "i8"),
+                 ("active", "?")])  # two_level_sticky: in its sub-partition's active set
 CTA = np.dtype([("cid", "i8"), ("live", "i8"), ("arrived", "i8"), ("launched", "f8"), ("used", "?")])
 SUB_PARTITION = np.dtype([("dispatch_free", "f8"), ("last", "i8"), ("wake", "f8"), ("dirty", "?"), ("nw", "i8")])
 SM_STATE = np.dtype([("now", "f8"), ("last_progress", "f8"), ("issued", "i8"), ("changed", "?"), ("finish", "f8"),
@@ -155,7 +156,7 @@ def build(gpu, occ, ctas, arrays: dict, primed: int | None = None, sampled: dict
     room = (0, 0, 0, 0) if sampled is None else sampled["room"]
     c = np.zeros(1, dtype=CONFIG)
     c[0] = (gpu.control_mode, {"none": C.DUAL_NONE, "control_codes": C.DUAL_CONTROL, "kepler": C.DUAL_KEPLER}[sched.dual_issue],
-            {"gto": C.GTO, "lrr": C.LRR, "two_level": C.TWO_LEVEL}[sched.policy], sched.two_level_active_warps,
+            {"gto": C.GTO, "lrr": C.LRR, "two_level": C.TWO_LEVEL, "two_level_sticky": C.STICKY}[sched.policy], sched.two_level_active_warps,
             cfg.sm.shared_memory.latency_cycles, cfg.sm.mio_register_read_cycles, cfg.sm.lsu_register_read_cycles,
             cfg.memory.constant_latency_cycles, sched.branch_latency_cycles, cfg.watchdog_cycles, SM.QUANTUM, n_sp,
             gpu.warps_per_cta, occ.ctas_per_sm, gpu.cta_launch_cycles, cfg.memory.l1.unified_data_stage,

@@ -25,7 +25,7 @@ from gpusim.timing.static import BAR, BRANCH, CMEM, GLOAD, SMEM
 
 EPS = 1e-9
 INF = np.inf
-GTO, LRR, TWO_LEVEL = 0, 1, 2  # scheduler policies
+GTO, LRR, TWO_LEVEL, STICKY = 0, 1, 2, 3  # scheduler policies (STICKY: two_level_sticky)
 DUAL_NONE, DUAL_CONTROL, DUAL_KEPLER = 0, 1, 2  # dual-issue rules
 # how `run` returns; sampled mode (compiled/sampled.py) also stops for the sampler's look (CHECK, at a
 # cycle step's end, as `SM.run` calls `Sampler.check`) and for room to make up loop iterations in
@@ -94,6 +94,7 @@ def launch(st, sm, cid, now):
         wr.since = now
         wr.done = start == end and not more
         wr.at_barrier = False
+        wr.active = False
         wr.age = smr.age
         wr.shift = -start
         wr.jump_at = -1
@@ -160,6 +161,7 @@ def run(st, sm, env_now, resume):
     n_queue = len(st.cta_queue)
     rows = st.stalls[sm]
     complete = c.policy != TWO_LEVEL
+    sticky = c.policy == STICKY
     order = st.order_buf
     first_sp = sm * c.n_sp
     looked = resume and smr.checking  # (the sampler has looked: go on from there)
@@ -223,6 +225,11 @@ def run(st, sm, env_now, resume):
                                 wr.ready_at, wr.reason = until, throttle
                                 if until < wake:
                                     wake = until
+                                continue
+                            if sticky and not wr.active:  # ready, but not in the set: not selected
+                                wr.since = now
+                                if floor < wake:
+                                    wake = floor
                                 continue
                             rows[SELECTED, pc] += 1.0
                             wr.since = floor
@@ -315,6 +322,33 @@ def catch_up(st, sm, now):
 
 
 # ---- scheduling ----------------------------------------------------------------------------------
+@njit(inline="always")
+def _leaves_set(reason):
+    """`SM.SCOREBOARD`: waits that take a warp out of the sticky set."""
+    return reason == LONG_SB or reason == SHORT_SB or reason == LG_T or reason == MIO_T
+
+
+@njit
+def sticky_set(st, ws, nw, now):
+    """`SM._sticky`: the active set of a sub-partition's warps `ws[:nw]` (at most two_level_n)."""
+    n_act = st.cfg[0].two_level_n
+    count = 0
+    for i in range(nw):
+        wr = st.w[ws[i]]
+        if wr.active:
+            if wr.at_barrier or (_leaves_set(wr.reason) and wr.ready_at > now):
+                wr.active = False
+            else:
+                count += 1
+    for i in range(nw):
+        if count >= n_act:
+            break
+        wr = st.w[ws[i]]
+        if not wr.active and not wr.at_barrier and not (_leaves_set(wr.reason) and wr.ready_at > now):
+            wr.active = True
+            count += 1
+
+
 @njit
 def candidates(st, sp, now, out):
     """`SM._candidates`: the sub-partition's warps in the order its policy tries them, into `out`;
@@ -336,7 +370,9 @@ def candidates(st, sp, now, out):
                 out[n] = ws[i]
                 n += 1
         return n
-    if policy == LRR:
+    if policy == LRR or policy == STICKY:
+        if policy == STICKY:
+            sticky_set(st, ws, nw, now)
         first = 0
         if live_last:
             for i in range(nw):
@@ -344,8 +380,16 @@ def candidates(st, sp, now, out):
                     first = i + 1
                     break
         for i in range(nw):
-            out[n] = ws[(first + i) % nw]
-            n += 1
+            w = ws[(first + i) % nw]
+            if policy == LRR or st.w[w].active:
+                out[n] = w
+                n += 1
+        if policy == STICKY:  # then the warps outside the set: tried, charged, but not issued
+            for i in range(nw):
+                w = ws[(first + i) % nw]
+                if not st.w[w].active:
+                    out[n] = w
+                    n += 1
         return n
     for i in range(nw):
         wr = st.w[ws[i]]

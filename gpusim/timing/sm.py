@@ -29,8 +29,7 @@ EPS = 1e-9
 _release = operator.itemgetter(0)  # of a scoreboard entry (release cycle, long?)
 
 
-SCOREBOARD = (S.LONG_SB, S.SHORT_SB, S.LG, S.MIO)  # a warp waiting for a variable-latency result or a memory
-# queue leaves the sticky set
+LEAVES_SET = (S.LONG_SB, S.SHORT_SB, S.LG, S.MIO)  # two_level_sticky: a warp waiting for one of these leaves the set
 
 
 class Warp:
@@ -348,23 +347,27 @@ class SM:
 
     @staticmethod
     def _sticky(ws: list, last, n: int, now: float) -> list:
-        """two_level_sticky: at most `n` warps of the sub-partition may issue, a set that keeps its members
-        until they wait at a barrier, for a variable-latency result (long or short scoreboard) or for a
-        memory queue (lg / mio throttle); the oldest warps that do none of these take the places so freed. Inside the set, round robin after the last issuer. H100
-        (validation/h100/micro/dispatch4_h100.json, dispatch5_h100.json): beside two issue-bound FFMA
-        warps per sub-partition a third warp issues nothing until they end; three FFMA warps issue as two
-        and then one (0.90 per cycle against 0.94 for two)."""
+        """two_level_sticky (a what-if; the H100 config keeps lrr): at most `n` warps of the sub-partition
+        may issue, a set that keeps its members until they wait at a barrier, for a variable-latency result
+        (long or short scoreboard) or for a memory queue (lg / mio throttle); the oldest warps that do none
+        of these take the places so freed. Inside the set, round robin after the last issuer. The order
+        holds the set, then the other warps: those are tried too (a throttled one is charged its
+        throttle) but do not issue (not_selected). With n = 2 it reproduces the H100's
+        validation/h100/micro/dispatch4_h100.json and dispatch5_h100.json (beside two issue-bound FFMA
+        warps a third issues nothing until they end; three FFMA warps issue as two, then one) and
+        regbank_order_h100.json (two such warps finish together), but not the mio_throttle share of
+        shared-memory-bound kernels (bench/micro/README.md)."""
         count = 0
         for w in ws:
             if w.active:
-                if w.at_barrier or (w.reason in SCOREBOARD and w.ready_at > now):
+                if w.at_barrier or (w.reason in LEAVES_SET and w.ready_at > now):
                     w.active = False
                 else:
                     count += 1
         for w in ws:
             if count >= n:
                 break
-            if not w.active and not w.at_barrier and not (w.reason in SCOREBOARD and w.ready_at > now):
+            if not w.active and not w.at_barrier and not (w.reason in LEAVES_SET and w.ready_at > now):
                 w.active = True
                 count += 1
         i = ws.index(last) + 1 if last is not None and not last.done else 0

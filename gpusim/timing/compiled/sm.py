@@ -324,7 +324,7 @@ def catch_up(st, sm, now):
 # ---- scheduling ----------------------------------------------------------------------------------
 @njit(inline="always")
 def _leaves_set(reason):
-    """`SM.SCOREBOARD`: waits that take a warp out of the sticky set."""
+    """`sm.LEAVES_SET`: waits that take a warp out of the sticky set."""
     return reason == LONG_SB or reason == SHORT_SB or reason == LG_T or reason == MIO_T
 
 

@@ -39,6 +39,24 @@ extern "C" __global__ void dispatch_steal(const char* buf, float* sink, long lon
         }
         asm volatile("mov.u64 %0, %%clock64;" : "=l"(t1)::"memory");
         if ((y0 ^ y1 ^ y2 ^ y3 ^ y4 ^ y5 ^ y6 ^ y7) == 0x12345678u) sink[threadIdx.x] = 1.0f;
+    } else if (slot < ldg_warps && stride < 0) {  // stride < 0: a shared-memory warp instead of a loader: 16
+        // independent conflict-free LDS per iteration (lane's own word of 16 rows), results XORed
+        __shared__ unsigned tile[16 * 32];
+        tile[(w & 15) * 32 + lane] = lane;
+        unsigned acc = 0;
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(t0)::"memory");
+#pragma unroll 1
+        for (int i = 0; i < ldg_iters; ++i) {
+            ++loads;
+#pragma unroll
+            for (int k = 0; k < 16; ++k) {
+                unsigned a;
+                asm volatile("ld.shared.u32 %0, [%1];" : "=r"(a) : "r"((unsigned)__cvta_generic_to_shared(tile + k * 32 + lane)) : "memory");
+                acc ^= a;
+            }
+        }
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(t1)::"memory");
+        if (acc == 0x12345678u) sink[threadIdx.x] = (float)acc;
     } else if (slot < ldg_warps) {
         const char* p = buf + lane * stride;
         unsigned acc = 0;

@@ -45,7 +45,10 @@ ACTIVE = [  # --fixed --active: how many issue-bound warps it takes to starve a 
 INTEGER = [  # --fixed --integer: stride 0 makes the "loader" an integer warp (LOP3/IADD chains, no memory)
     (1, 0, 0), (1, 1, 0), (1, 2, 0), (1, 3, 0),
 ]
-FMA_ITERS, LDG_ITERS = {4: 2000, 128: 2000, 0: 2000}, {4: 400, 128: 40, 0: 400}  # (loaders alone: LDG_ITERS)
+SHARED = [  # --fixed --shared: stride -1 makes the "loader" a shared-memory warp (conflict-free LDS)
+    (1, 0, -1), (1, 1, -1), (1, 2, -1), (2, 2, -1),
+]
+FMA_ITERS, LDG_ITERS = {4: 2000, 128: 2000, 0: 2000, -1: 2000}, {4: 400, 128: 40, 0: 400, -1: 400}  # (loaders alone: LDG_ITERS)
 STALLS = ["dispatch_stall", "lg_throttle", "not_selected", "selected", "long_scoreboard", "math_pipe_throttle", "wait"]
 NCU_METRICS = ["gpc__cycles_elapsed.max", "smsp__inst_executed.sum"] + \
     [f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio" for s in STALLS]
@@ -136,6 +139,7 @@ def main() -> int:
     ap.add_argument("--loaders-last", action="store_true", help="with --fixed: the YOUNG cases, loaders after the FFMA warps")
     ap.add_argument("--active", action="store_true", help="with --fixed: the ACTIVE cases (more FFMA warps and loaders)")
     ap.add_argument("--integer", action="store_true", help="with --fixed: the INTEGER cases (an integer warp for the loader)")
+    ap.add_argument("--shared", action="store_true", help="with --fixed: the SHARED cases (a shared-memory warp for the loader)")
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
@@ -156,7 +160,7 @@ def main() -> int:
                   "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "compile": comp,
                   "nvidia_smi": run_cmd(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm",
                                          "--format=csv,noheader"]).strip()}}
-    fixed = INTEGER if a.integer else ACTIVE if a.active else YOUNG if a.loaders_last else FIXED
+    fixed = SHARED if a.shared else INTEGER if a.integer else ACTIVE if a.active else YOUNG if a.loaders_last else FIXED
     R["cases"] = measure(comp["cubin"], fixed, poll=False, last=a.loaders_last) if a.fixed else measure(comp["cubin"])
     if a.ncu and not a.fixed:
         R["ncu"] = run_ncu(comp["cubin"])

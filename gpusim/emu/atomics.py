@@ -124,8 +124,9 @@ def atomic(ex):
     ins = ex.ins
     mods = ins.modifiers
     kind = next((m for m in mods if m in (*_INT_OPS, "CAS", "CAST")), None)
-    if "POPC" in mods and kind == "INC":
-        kind = "POPC"  # ATOMS.POPC.INC.32 RZ, [a]: ptxas's atomicAdd(p, 1): each active lane adds 1, no data operand
+    popc = "POPC" in mods and kind == "INC"  # ATOMS.POPC.INC.32 RZ, [a]: atomicAdd(p, 1), no data operand
+    if popc:
+        kind = "ADD"  # each active lane adds 1
     if kind is None:
         raise NotImplementedError(f"atomic operation {'.'.join(mods)}")
     dtype = _dtype(mods)
@@ -145,8 +146,7 @@ def atomic(ex):
         if kind == "CAST":
             old = (old == cmp).astype(dtype)  # 1 where it stored
     else:
-        b = np.ones(int(ex.active.sum()), dtype) if kind == "POPC" else _values(ex, data[0], dtype)
-        kind = "ADD" if kind == "POPC" else kind
+        b = np.ones(int(ex.active.sum()), dtype) if popc else _values(ex, data[0], dtype)
         if not returns and kind in _COMMUTATIVE and dtype.kind in "iu":
             _COMMUTATIVE[kind].at(memory, idx, b)  # the same result in any order
             return

@@ -476,7 +476,9 @@ class GPU:
     def trace_totals(self) -> dict:
         """What the results count over the trace's records (each weighted by the executions it stands
         for): executions per instruction, shared accesses, their wavefronts and bank conflicts,
-        register-bank conflict cycles, reuse-cache hits, global load instructions."""
+        register-bank conflict cycles, reuse-cache hits, global load instructions; and, unweighted (the
+        note reads their ratio), the (warp, sector) pairs stores write and those written in part
+        (`store_sector_counts`)."""
         executed = self._executed()
         weight = self._record_weights()
         smem, gl = self._record_kinds == SMEM, self._record_kinds == GLOAD

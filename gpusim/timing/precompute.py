@@ -632,7 +632,7 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
                                                                     rec["exec_mask"][sel], sector_bytes, line_bytes,
                                                                     rows=r)
         if load_lane_bytes:
-            ld = sel[kind[kind >= kinds.index(GLOBAL_LOAD) + 1] == kinds.index(GLOBAL_LOAD) + 1]
+            ld = mem[kind == kinds.index(GLOBAL_LOAD) + 1]
             cols["glines"][ld] = load_stage_units(cols["glines"][ld], rec["exec_mask"][ld],
                                                   trace.access_bytes[rows[ld]], load_lane_bytes)
     conflicts, hits, without = register_bank_conflicts(program, trace, reg_banks, reg_bank_width_bits, reuse_cache,

@@ -281,3 +281,10 @@ def test_apply_overrides_cross_field_rule():
         apply_overrides(load_gpu("k40"), {"sm.scheduler.honour_control_codes": True})
     msg = _one_line(exc)
     assert "honour_control_codes" in msg
+
+
+def test_load_lane_bytes_must_be_positive():
+    """memory.l1.load_lane_bytes_per_cycle (the L1's lane data per cycle, H100: 128) below 1 is one error naming it."""
+    assert load_gpu("h100").memory.l1.load_lane_bytes_per_cycle == 128
+    with pytest.raises(SpecError, match="memory.l1.load_lane_bytes_per_cycle"):
+        apply_overrides(load_gpu("h100"), {"memory.l1.load_lane_bytes_per_cycle": 0})

@@ -277,3 +277,18 @@ extern "C" __global__ void st_group(float* out, int g, int spin, float v) {
     const long long line = ((long long)(threadIdx.x / g) * gridDim.x + blockIdx.x) * g + threadIdx.x % g;
     store_pieces(out, line * 32 + threadIdx.y, spin, v);
 }
+
+// ---- set "popen" (run_dram_writes.py --set popen): does the extra DRAM read + write of partial sectors go
+// with how many partly written lines are open at once? CTA (bx, by) of 32 x 8 threads owns R segments of 32
+// lines; lane l's line of segment r is ((bx * R + r) * 32 + l) * k + by (k = 1: every CTA's 32 R lines are
+// consecutive and the resident CTAs' lines one range; k > 1: the lines a CTA opens are k lines apart, as
+// st_stride's). Each thread writes its R lines round robin, sector by sector (float ty + 8 j of each line for
+// the first `nsec` sectors), so all 32 R lines of a CTA stay open from its first store to its last, and
+// each sector gets its 8 pieces from the CTA's 8 warps.
+extern "C" __global__ void st_open(float* out, int R, int k, int nsec, float v) {
+    for (int j = 0; j < nsec; ++j)
+        for (int r = 0; r < R; ++r) {
+            const long long line = ((long long)(blockIdx.x * R + r) * 32 + threadIdx.x) * k + blockIdx.y;
+            out[line * 32 + threadIdx.y + 8 * j] = v;
+        }
+}

@@ -16,6 +16,7 @@
     python3 bench/micro/run_dram_writes.py --set pitch --out R      # transpose_naive, padded output rows
     python3 bench/micro/run_dram_writes.py --set pstride --out R    # partial-sector stores: stride, order, occupancy
     python3 bench/micro/run_dram_writes.py --set pgroup --out R     # the same, a warp's lines in groups of g
+    python3 bench/micro/run_dram_writes.py --set popen --out R      # the same, 1-4 segments of 32 lines open per CTA
 
 Every case is one launch profiled once by Nsight Compute (`--cache-control all`, its default: L2 is
 flushed before the launch, so it starts cold) with a small metric set (DRAM bytes read/written, L2
@@ -48,7 +49,7 @@ METRICS = ["gpc__cycles_elapsed.max", "gpu__time_duration.sum", "dram__bytes_rea
 MB = 1 << 20
 KERNELS = ("wr_rd", "wr_hot", "wr_twice", "st_tpose", "st_sector", "copy_il", "tp_naive", "tp_sector", "tp_colread",
            "st_delay", "copy_1pt", "copy_1pt_plain", "copy_gs1", "tp_naive_nc", "tp_sync", "tp_ldcg", "tp_hot", "tp_stcs",
-           "st_tpose_ld", "tp_pitch", "tp_stonly", "st_stride", "st_group")
+           "st_tpose_ld", "tp_pitch", "tp_stonly", "st_stride", "st_group", "st_open")
 
 
 def cases() -> list[dict]:
@@ -116,7 +117,7 @@ def copy_cases() -> list[dict]:
 def tpose2_cases() -> list[dict]:
     """Set "tpose2": transpose_naive (tp_naive) and four variants (dram_writes.cu), S MiB per matrix."""
     return [{"kernel": k, "S": s} for k in ("tp_naive", "tp_sync", "tp_ldcg", "tp_hot", "tp_stcs",
-           "st_tpose_ld", "tp_pitch", "tp_stonly", "st_stride", "st_group") for s in (16, 64)]
+           "st_tpose_ld", "tp_pitch", "tp_stonly", "st_stride", "st_group", "st_open") for s in (16, 64)]
 
 
 def stload_cases() -> list[dict]:
@@ -157,6 +158,20 @@ def pgroup_cases() -> list[dict]:
     out = [{"kernel": "st_group", "S": 16, "g": g} for g in (1, 2, 4, 8, 16, 32)]
     out += [{"kernel": "st_group", "S": 64, "g": g} for g in (1, 4, 32)]
     out += [{"kernel": "st_group", "S": 16, "g": g, "smem": 100} for g in (1, 32)]
+    return out
+
+
+def popen_cases() -> list[dict]:
+    """Set "popen": st_open (dram_writes.cu), 16 MiB of lines, each CTA holding R segments of 32 lines open at
+    once (R x 32 lines: 1056 resident CTAs hold 34 k x R lines), lines k apart (1: one consecutive range;
+    64: scattered, as transpose_naive's at m = 2048); `nsec` sectors of each line written; `smem` KiB of
+    dynamic shared memory per CTA (100: 2 CTAs per SM). If the cost goes with the open lines, R = 2 at
+    8 CTAs per SM is dearer than R = 1, and R = 4 at 2 CTAs per SM costs what R = 1 at 8 does."""
+    out = [{"kernel": "st_open", "S": 16, "k": 1, "R": r, "nsec": 4} for r in (1, 2, 3, 4)]
+    out += [{"kernel": "st_open", "S": 16, "k": 64, "R": r, "nsec": 4} for r in (1, 2, 4)]
+    out += [{"kernel": "st_open", "S": 16, "k": k, "R": 4, "nsec": 4, "smem": 100} for k in (1, 64)]
+    out += [{"kernel": "st_open", "S": 16, "k": 64, "R": r, "nsec": n} for r, n in ((1, 1), (4, 1), (1, 2))]
+    out += [{"kernel": "st_open", "S": 16, "k": 1, "R": 4, "nsec": 1}]
     return out
 
 
@@ -329,6 +344,13 @@ def ncu_child(cubin: str, which: str) -> None:
                 if smem:
                     fn.max_dynamic_shared_size_bytes = smem
                 fn((int(lines // 32),), (32, 8), (out, np.int32(c["g"]), np.int32(0), np.float32(2.0)), shared_mem=smem)
+            elif k == "st_open":
+                fn, smem = mod.get_function(k), c.get("smem", 0) * 1024
+                if smem:
+                    fn.max_dynamic_shared_size_bytes = smem
+                gx = int(lines // (32 * c["R"] * c["k"]))
+                fn((gx, c["k"]), (32, 8), (out, np.int32(c["R"]), np.int32(c["k"]), np.int32(c["nsec"]), np.float32(2.0)),
+                   shared_mem=smem)
             elif k == "st_delay":
                 mod.get_function(k)((int(lines // 32),), (32, 8), (out, lines, np.float32(2.0), np.int32(c["spin"])))
             elif k == "st_sector":
@@ -383,7 +405,7 @@ SETS = {"all": cases, "full": lambda: FULL_CASES, "partial": partial_cases, "tra
         "copy": copy_cases, "layout": layout_cases,
         "upload": upload_cases, "first": first_cases, "fresh": fresh_cases, "tpose2": tpose2_cases,
         "stload": stload_cases, "pitch": pitch_cases, "pstride": pstride_cases,
-        "pgroup": pgroup_cases}
+        "pgroup": pgroup_cases, "popen": popen_cases}
 
 
 def main() -> int:
@@ -392,7 +414,7 @@ def main() -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--which", default="all", help=argparse.SUPPRESS)
-    ap.add_argument("--set", choices=("writes", "partial", "transpose", "copy", "layout", "upload", "first", "fresh", "tpose2", "stload", "pitch", "pstride", "pgroup"), default="writes",
+    ap.add_argument("--set", choices=("writes", "partial", "transpose", "copy", "layout", "upload", "first", "fresh", "tpose2", "stload", "pitch", "pstride", "pgroup", "popen"), default="writes",
                     help="writes: the write-back cases (default); partial: partial-sector stores and copies near "
                          "capacity; transpose: transpose_naive and variants; copy: streamed copies in copy_float4's "
                          "order, finer write-then-read steps; layout: the same copies and transposes with the "
@@ -400,7 +422,8 @@ def main() -> int:
                          "host-to-device copies just before the launch; first: a copy as the process's first kernel; "
                          "fresh: kernels on newly allocated memory against reused; tpose2: transpose_naive variants; stload: partial-sector stores with loads between them; pitch: "
                          "transpose_naive with padded output rows; pstride: partial-sector stores, line stride, "
-                         "CTA order, occupancy; pgroup: the same with a warp's lines in groups of g")
+                         "CTA order, occupancy; pgroup: the same with a warp's lines in groups of g; "
+                         "popen: the same with 1-4 segments of 32 lines open per CTA")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
     args = ap.parse_args()
     if args.ncu_child:
@@ -435,7 +458,7 @@ def main() -> int:
     with open(args.out, "w") as f:
         json.dump(R, f, indent=1)
     for c in R["ncu"]["cases"]:
-        print({k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "S", "k", "g", "swap", "smem", "spin", "dram_write_MiB", "dram_read_MiB",
+        print({k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "S", "k", "g", "nsec", "swap", "smem", "spin", "dram_write_MiB", "dram_read_MiB",
                                      "lts__t_sectors_op_read.sum", "lts__t_sectors_op_write.sum")})
     for c in R.get("ncu_full_metrics", {}).get("cases", []):
         print("full", {k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "dram_write_MiB", "dram_read_MiB")})

@@ -258,6 +258,40 @@ ISSUE_KERNEL(sts, unsigned a = (unsigned)__cvta_generic_to_shared(smem) + (threa
 ISSUE_KERNEL(ldg, const char* p = gbase + (threadIdx.x & 31) * stride, ISSUE_LDG)
 ISSUE_KERNEL(stg, char* q = (char*)gbase + (threadIdx.x & 31) * stride, ISSUE_STG)
 
+// ---- issue timestamps of stores whose data registers stay live to the end (run_memory.py --only issue_st):
+// issue_stg / issue_sts above reuse a register the previous store still reads for the next clock, so their
+// gaps time the store's register read, not its queue. Here each store has its own data register, kept live
+// by a use after the sequence: a warp waits only when its store finds no room. How many stores does a warp
+// (or a sub-partition) have in flight before it waits, and is it the ~36 of loads (`issue.ldg_s128`)?
+#define ISSUE_ST_KERNEL(NAME, SETUP, PTX)                                                                \
+    extern "C" __global__ void issue_st_##NAME(char* gbase, long long* out, unsigned* sink, int stride,   \
+                                               int every) {                                              \
+        extern __shared__ __align__(16) char smem[];                                                     \
+        int wid = threadIdx.x >> 5;                                                                      \
+        if (wid % every) return;                                                                         \
+        SETUP;                                                                                           \
+        unsigned d[NQ];                                                                                  \
+        _Pragma("unroll") for (int k = 0; k < NQ; ++k) d[k] = threadIdx.x * 977u + k * 131u + sink[k & 63]; \
+        long long t[NQ + 1];                                                                             \
+        _Pragma("unroll 1") for (int r = 0; r < 2; ++r) {                                                \
+            __syncwarp();                                                                                \
+            t[0] = clk();                                                                                \
+            _Pragma("unroll") for (int k = 0; k < NQ; ++k) {                                             \
+                PTX;                                                                                     \
+                t[k + 1] = clk();                                                                        \
+            }                                                                                            \
+        }                                                                                                \
+        unsigned acc = 0;                                                                                \
+        _Pragma("unroll") for (int k = 0; k < NQ; ++k) acc ^= d[k];                                      \
+        if ((threadIdx.x & 31) == 0)                                                                     \
+            for (int k = 0; k <= NQ; ++k) out[wid * (NQ + 1) + k] = t[k];                                \
+        if (acc == 0x12345678u) sink[0] = acc;                                                           \
+    }
+#define ISSUE_ST_STS asm volatile("st.shared.u32 [%0], %1;" ::"r"(a + k * 128), "r"(d[k]) : "memory")
+#define ISSUE_ST_STG asm volatile("st.global.u32 [%0], %1;" ::"l"(q + k * 128), "r"(d[k]) : "memory")
+ISSUE_ST_KERNEL(sts, unsigned a = (unsigned)__cvta_generic_to_shared(smem) + (threadIdx.x & 31) * stride, ISSUE_ST_STS)
+ISSUE_ST_KERNEL(stg, char* q = gbase + (threadIdx.x & 31) * stride, ISSUE_ST_STG)
+
 // ---- shared and global loads side by side: one L1 data stage, or two? ------------------------------------
 // Warp w (w < 32) runs if bit w of `active` is set: the global loads of ldg_ca32 (ld.global.ca.u32 at
 // gbase + lane*ldg_stride + k*4096, the same lines every iteration: L1 hits) if bit w of `ldg` is set,

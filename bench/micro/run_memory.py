@@ -331,6 +331,33 @@ def m_issue4(b: Bench) -> dict:
     return res
 
 
+def m_issue_st(b: Bench) -> dict:
+    """Stores with their own data registers (issue_st_*: none reused by the clock reads, see memory.cu):
+    the gaps between one warp's stores show how many it has in flight before it waits, and the drain
+    rate after. `w1`: one warp; `sp2`: warps 0 and 4 of an 8-warp CTA (one sub-partition); `sp4`: warps
+    0-3 of a 4-warp CTA (one per sub-partition). Stride 4: each store one line (full sectors); 128: 32
+    lines (4 bytes in each)."""
+    cp, np = b.cp, b.np
+    res = {"method": f"issue_st_<kind>: {NQ} stores, each of its own data register, each followed by CS2R "
+                     "SR_CLOCKLO; second of two passes; gaps[k] = t[k+1] - t[k] in SM cycles", "cases": {}}
+    g = cp.zeros(1 << 20, dtype=cp.uint8)
+    sink = cp.zeros(64, dtype=cp.uint32)
+    for label, block, every in (("w1", 32, 1), ("sp2", 256, 4), ("sp4", 128, 1)):
+        for kind in ("sts", "stg"):
+            for stride in (4, 128):
+                out = cp.zeros((block // 32) * (NQ + 1), dtype=cp.int64)
+                runs = []
+                for _ in range(3):
+                    b.launch(f"issue_st_{kind}", 1, block, (g, out, sink, np.int32(stride), np.int32(every)),
+                             shared=16 * 1024)
+                    b.sync()
+                    t = out.get().reshape(block // 32, NQ + 1)
+                    runs.append({int(w): [int(t[w, i + 1] - t[w, i]) for i in range(NQ)]
+                                 for w in range(0, block // 32, every)})
+                res["cases"][f"{kind}_s{stride}_{label}"] = {"gaps": runs[-1], "all_runs": runs, "stride_bytes": stride}
+    return res
+
+
 MIX_CASES = (  # name: (active warps, warps doing LDG) as bit masks over warp ids 0-31 (sub-partition = id mod 4)
     ("lds32", 0xFFFFFFFF, 0), ("ldg32", 0xFFFFFFFF, 0xFFFFFFFF),
     ("lds16", 0x0F0F0F0F, 0), ("ldg16", 0xF0F0F0F0, 0xF0F0F0F0),
@@ -564,7 +591,7 @@ def main() -> int:
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--ncu-only", default="", help="with --ncu: 'wrap' profiles only the wrapped-load kernels")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
-    ap.add_argument("--only", default="", help="comma list: ldg,wrap,scatter,partition,stream,stg,stg_scatter,sts,issue,issue4,mix,mix2,launch,bandwidth")
+    ap.add_argument("--only", default="", help="comma list: ldg,wrap,scatter,partition,stream,stg,stg_scatter,sts,issue,issue4,issue_st,mix,mix2,launch,bandwidth")
     args = ap.parse_args()
     if args.ncu_child:
         ncu_child(args.ncu_child, args.ncu_only)
@@ -589,7 +616,7 @@ def main() -> int:
     b = Bench(comp["cubin"])
     b.launch("empty", 1, 32, (b.np.uint64(0),))
     groups = {"ldg": m_ldg_rates, "bcast": m_bcast, "wrap": m_wrap, "scatter": m_scatter, "partition": m_partition, "stream": m_stream, "stg": m_stg, "stg_scatter": m_stg_scatter, "sts": m_sts, "issue": m_issue,
-              "issue4": m_issue4, "mix": m_mix, "mix2": m_mix2,
+              "issue4": m_issue4, "issue_st": m_issue_st, "mix": m_mix, "mix2": m_mix2,
               "launch": m_launch, "bandwidth": m_bandwidth_events}
     only = {s for s in args.only.split(",") if s}
     for name, fn in groups.items():

@@ -42,6 +42,47 @@ def test_mio_queue_reproduces_the_conflicting_lds_measurement(h100):
     assert gaps[-5:] == [64.0] * 5
 
 
+def _store_gaps(h100, n: int, lines: int, every: float = 4.0):
+    """One warp issuing `n` global stores of `lines` lines back to back into sub-partition 0's LSU
+    queue of an H100 SM (each held until it passes: L2 takes them at once here)."""
+    stage = Stage(h100.memory.l1.lines_per_cycle)
+    queues = [AccessQueue(h100.sm.lsu_queue_depth, h100.sm.lsu_sub_partition_rate, stage, 1, None,
+                          h100.sm.lsu_store_queue_depth) for _ in range(4)]
+    now, issued = 0.0, []
+    for _ in range(n):
+        until = queues[0].full_until(now, store=True)
+        if until is not None:
+            now = until
+        issued.append(now)
+        queues[0].access(now, lines, queues, store=True)
+        now += every
+    return [b - a for a, b in zip(issued, issued[1:])]
+
+
+def test_lsu_queue_reproduces_the_scattered_store_measurement(h100):
+    """issue_st.stg_s128_w1 (memory10_h100.json): STG touching 32 lines issue every 4 cycles until 10
+    are queued, then one per 54-72 cycles; loads queue 36 (issue.ldg_s128). Fails with the loads' depth."""
+    gaps = _store_gaps(h100, 48, 32)
+    first_wait = next(i for i, g in enumerate(gaps) if g > 4)
+    assert 9 <= first_wait <= 11
+    assert all(54 <= g <= 72 for g in gaps[-10:])
+
+
+def test_loads_in_front_do_not_take_a_stores_slot():
+    """A queue of 5 places with 2 store slots: two queued stores make a third wait (until the first
+    leaves), not a load; loads filling the queue make a store wait for them, as any instruction."""
+    q = AccessQueue(5, 1.0, Stage(1.0), 1, None, 2)
+    q.access(0.0, 10, [q], store=True)
+    q.access(0.0, 10, [q], store=True)  # leaves at 20
+    assert q.full_until(1.0, store=True) == 10.0
+    assert q.full_until(1.0) is None  # a load still enters
+    for _ in range(3):
+        q.access(1.0, 10, [q])
+    assert q.full_until(1.0) == 10.0  # five queued: a load waits for the first to leave
+    assert q.full_until(12.0, store=True) is None  # four left, one of them a store: a store enters
+    assert AccessQueue(5, 1.0, Stage(1.0)).full_until(0.0, store=True) is None  # no store limit
+
+
 def test_busy_sub_partitions_share_the_sm_stage(h100):
     """sts.sts32_* / ldg.by_stride: with all four sub-partitions busy the SM passes 1 unit per cycle
     (0.25 each); one alone gets its own 0.5; an idle one's access is not held behind a busy one."""
@@ -161,6 +202,9 @@ def test_queue_depth_must_be_positive(h100):
         apply_overrides(h100, {"event_floor_us": 0})
     with pytest.raises(GpusimError, match="dirty_reach_bytes"):
         apply_overrides(h100, {"memory.l2.dirty_reach_bytes": 0})
+    for field in ("sm.lsu_store_queue_depth", "sm.mio_store_queue_depth"):
+        with pytest.raises(GpusimError, match=field.split(".")[1]):
+            apply_overrides(h100, {field: 0})
 
 
 # ---- L2 and DRAM (mem/l2.py, mem/dram.py) ----------------------------------------------------------

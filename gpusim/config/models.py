@@ -109,6 +109,11 @@ class SmConfig(_Model):
     lsu_queue_depth: int = Field(ge=1)
     """Per sub-partition: global/local instructions queued for the L1 tag stage (held until the stage
     has taken its last line); one more waits in lg_throttle."""
+    lsu_store_queue_depth: int | None = Field(default=None, ge=1)
+    """Per sub-partition: global stores its LSU queue holds at most (each besides its place in the
+    queue); one more waits in lg_throttle. None: only the queue's depth limits them."""
+    mio_store_queue_depth: int | None = Field(default=None, ge=1)
+    """The same for shared-memory stores in the MIO queue (mio_throttle)."""
     mio_sub_partition_rate: float | None = Field(default=None, gt=0)
     """Wavefronts per cycle one sub-partition's MIO queue passes on (None: only the SM-wide
     `shared_memory.wavefronts_per_cycle` limits)."""

@@ -22,7 +22,7 @@ import operator
 from gpusim.errors import GpusimError
 from gpusim.timing import stalls as S
 from gpusim.timing.mem.lsu import LSU, MIO, AccessQueue, DataStage, Stage
-from gpusim.timing.static import BAR, BRANCH, CMEM, GLOAD, SMEM, IssueFacts
+from gpusim.timing.static import BAR, BRANCH, CMEM, GLOAD, SMEM, IssueFacts, queue_stores
 
 EPS = 1e-9
 
@@ -76,9 +76,9 @@ class SubPartition:
         self.last = None  # the warp that issued last
         self.order = None  # gto: its warps in the order the scheduler tries them (None: to be worked out)
         self.mio = AccessQueue(sm_cfg.mio_queue_depth, sm_cfg.mio_sub_partition_rate, mio_stage, MIO,
-                               data_stage)  # shared memory
+                               data_stage, sm_cfg.mio_store_queue_depth)  # shared memory
         self.lsu = AccessQueue(sm_cfg.lsu_queue_depth, sm_cfg.lsu_sub_partition_rate, tag_stage, LSU,
-                               data_stage)  # global/local
+                               data_stage, sm_cfg.lsu_store_queue_depth)  # global/local
         self.wake = 0.0  # earliest cycle at which one of its warps can issue
         self.dirty = True  # its warps changed since `wake` was computed
 
@@ -99,6 +99,7 @@ class SM:
         self.tick = gpu.issue_facts.tick  # the clock's type (see IssueFacts)
         facts = gpu.issue_facts
         self.facts = facts
+        self.queue_store = queue_stores(gpu.static)  # per instruction: it takes a store slot of its queue
         self.execute_facts, self.operand_wait = facts.execute, facts.operand_wait  # read per instruction
         # the SM-wide stages behind the sub-partitions' queues: the shared-memory banks, the L1 tag stage,
         # and where L1 and shared memory are one array (`memory.l1.unified_data_stage`) one data stage
@@ -227,7 +228,7 @@ class SM:
                             if until > bound:
                                 throttle = busy_reason
                             elif queue:
-                                throttle, until = self._queue_full(sp, queue, now)
+                                throttle, until = self._queue_full(sp, queue, now, self.queue_store[pc])
                             else:
                                 throttle = 0
                             # charge its cycles since its last state change (`since` <= `ready_at`, and
@@ -374,14 +375,15 @@ class SM:
         order = ws[i:] + ws[:i]
         return [w for w in order if w.active] + [w for w in order if not w.active]
 
-    def _queue_full(self, sp: SubPartition, queue: int, now: float) -> tuple[int, float]:
+    def _queue_full(self, sp: SubPartition, queue: int, now: float, store: bool) -> tuple[int, float]:
         """Queue throttles: a shared-memory access waits while its sub-partition's MIO queue is full
-        (mio_throttle), a global access while its LSU queue is (lg_throttle); see mem/lsu.py.
-        (stall reason, cycle it may try again), or (0, _) if it may go."""
+        (mio_throttle), a global access while its LSU queue is (lg_throttle), a store also while the
+        queue's store slots are; see mem/lsu.py. (stall reason, cycle it may try again), or (0, _) if
+        it may go."""
         if queue == SMEM:
-            until = sp.mio.full_until(now)
+            until = sp.mio.full_until(now, store)
             return (0, now) if until is None else (S.MIO, until)
-        until = sp.lsu.full_until(now)
+        until = sp.lsu.full_until(now, store)
         return (0, now) if until is None else (S.LG, until)
 
     def _record_wait(self, w: Warp, since: float, ready: float, now: float, pc: int) -> None:
@@ -413,7 +415,7 @@ class SM:
             if w.ready_at > now + 1 + EPS:  # its own dependencies are not met yet
                 return
         pipe, queue, _ = facts.attempt[pc]
-        if sp.pipes[pipe] > now + 1 - EPS or (queue and self._queue_full(sp, queue, now)[0]):
+        if sp.pipes[pipe] > now + 1 - EPS or (queue and self._queue_full(sp, queue, now, self.queue_store[pc])[0]):
             return
         self._execute(sp, w, pc, now)  # the pair shares the issue cycle (one `selected` cycle)
 
@@ -497,12 +499,12 @@ class SM:
         bandwidth is booked at the issue cycle. Constant loads: the constant latency."""
         if kind == SMEM:
             wf = w.wavef[pos]
-            start, passed = sp.mio.access(now, max(wf, 1), self.mio_queues)
+            start, passed = sp.mio.access(now, max(wf, 1), self.mio_queues, self.queue_store[w.pcs[pos]])
             self.smem_wavefronts += wf
             return passed + self.smem_latency, False, start + self.mio_read
         if kind == CMEM:
             return now + self.const_latency, False, now + 2
-        start, passed = sp.lsu.access(now, max(1, w.glines[pos]), self.lsu_queues)
+        start, passed = sp.lsu.access(now, max(1, w.glines[pos]), self.lsu_queues, kind != GLOAD)
         sectors = self.gpu.sectors(w.mem_rows[pos])
         if kind == GLOAD:
             done = self.l1.load(now, passed, sectors, readonly, w, self.static[w.pcs[pos]].warp_bytes)

@@ -101,6 +101,12 @@ def _busy_reason(kind: int) -> int:
     return S.MATH
 
 
+def queue_stores(static: list[StaticInfo]) -> list[bool]:
+    """Per instruction index: whether it takes a store slot of its queue (mem/lsu.py): a global store,
+    or a shared-memory access with no result (STS)."""
+    return [s.kind == GSTORE or (s.kind == SMEM and not s.dsts) for s in static]
+
+
 class IssueFacts:
     """The per instruction facts of `StaticInfo` in the form the SM's issue loop reads them: pipes as
     small integers (indices into a sub-partition's pipe lists), the fields of one instruction in one

@@ -27,6 +27,7 @@ from gpusim.timing.compiled import sm as C
 from gpusim.timing.mem import L1, MemorySystem
 from gpusim.timing.gpu import sector_deltas
 from gpusim.timing.mem.l2 import memory_counters
+from gpusim.timing.static import queue_stores
 from gpusim.timing.sm import SM
 
 SB_CAPACITY = 32  # pending releases kept per scoreboard (see sm.sb_push)
@@ -69,14 +70,17 @@ SM_STATE = np.dtype([("now", "f8"), ("last_progress", "f8"), ("issued", "i8"), (
 # sampled mode, per warp id: `LoopState` (compiled/loops.py)
 LOOP = np.dtype([("consumed", "i8"), ("cinstr", "i8"), ("cut", "i8"), ("g_lo", "i8"), ("g_hi", "i8"), ("length", "i8"),
                  ("head", "i8"), ("at0", "i8"), ("nsyn", "i8"), ("boff", "i8"), ("bn", "i8")])
-QUEUE = np.dtype([("depth", "i8"), ("rate", "f8"), ("free", "f8"), ("head", "i8"), ("n", "i8")])
+# a sub-partition's queue (`AccessQueue`): its ring of leaving cycles is `q_buf`, its stores' `qs_buf`
+# (sdepth: store slots, 0 for no limit; shead, sn: that ring's head and length)
+QUEUE = np.dtype([("depth", "i8"), ("rate", "f8"), ("free", "f8"), ("head", "i8"), ("n", "i8"),
+                  ("sdepth", "i8"), ("shead", "i8"), ("sn", "i8")])
 STAGE = np.dtype([("rate", "f8"), ("free", "f8"),
                   # the SM's unified data stage (`DataStage`): its rate and the cycle it was last brought
                   # up to in the MIO row, each kind's work and last access's units in its own row
                   ("data_rate", "f8"), ("work", "f8"), ("size", "f8"), ("at", "f8")])
 
 State = namedtuple("State", [
-    "cfg", "mem", "w", "cta", "sp", "sm", "q", "q_buf", "stage",
+    "cfg", "mem", "w", "cta", "sp", "sm", "q", "q_buf", "qs_buf", "stage",
     # the trace: per record (pcs, mem_rows, regc, wavef, glines), per warp (where its loaded records begin
     # and end, whether more will come: streaming), per global access row its sectors (sector_base[row] +
     # sector_list[sector_start[row]:sector_start[row + 1]]: 32-bit distances from the row's first, gpu.sector_deltas)
@@ -84,7 +88,7 @@ State = namedtuple("State", [
     "sector_list", "sector_base",
     # per static instruction (static.IssueFacts)
     "kind", "pipe", "occupancy", "latency", "stall", "wbar", "rbar", "writes", "readonly", "warp_bytes",
-    "result_reason", "is_mem", "queue", "busy_reason", "operand_wait", "wait_mask", "depbar_b", "depbar_k",
+    "result_reason", "is_mem", "queue", "qstore", "busy_reason", "operand_wait", "wait_mask", "depbar_b", "depbar_k",
     "pairs", "second_ok", "deps_start", "deps_ids", "dsts_start", "dsts_ids",
     # per sub-partition, SM, warp slot
     "sp_pipes", "sp_busy", "sp_warps", "stalls", "sb_rel", "sb_long", "sb_n", "rr_t", "rr_r", "miss_t", "miss_b",
@@ -182,10 +186,12 @@ def build(gpu, occ, ctas, arrays: dict, primed: int | None = None, sampled: dict
     # queues: depth, rate (-1: none)
     n_sps = n_sm * n_sp
     q = np.zeros(n_sps * 2, dtype=QUEUE)
-    for kind, depth, rate in ((0, cfg.sm.mio_queue_depth, cfg.sm.mio_sub_partition_rate),
-                              (1, cfg.sm.lsu_queue_depth, cfg.sm.lsu_sub_partition_rate)):
+    for kind, depth, rate, sdepth in (
+            (0, cfg.sm.mio_queue_depth, cfg.sm.mio_sub_partition_rate, cfg.sm.mio_store_queue_depth),
+            (1, cfg.sm.lsu_queue_depth, cfg.sm.lsu_sub_partition_rate, cfg.sm.lsu_store_queue_depth)):
         q["depth"][kind::2] = depth
         q["rate"][kind::2] = -1.0 if rate is None else rate
+        q["sdepth"][kind::2] = sdepth or 0
     stage = np.zeros(n_sm * 2, dtype=STAGE)
     stage["rate"][0::2] = cfg.sm.shared_memory.wavefronts_per_cycle
     stage["rate"][1::2] = cfg.memory.l1.lines_per_cycle
@@ -222,13 +228,14 @@ def build(gpu, occ, ctas, arrays: dict, primed: int | None = None, sampled: dict
         cfg=c, mem=mem, w=np.zeros(slots, dtype=WARP), cta=np.zeros(n_sm * occ.ctas_per_sm, dtype=CTA), sp=sp,
         sm=sm, q=q, q_buf=np.zeros((n_sps * 2, max(cfg.sm.mio_queue_depth,
                                                                              cfg.sm.lsu_queue_depth) + 2)),
+        qs_buf=np.zeros((n_sps * 2, max(cfg.sm.mio_store_queue_depth or 0, cfg.sm.lsu_store_queue_depth or 0) + 2)),
         stage=stage, **arrays,
         kind=col(0, np.int64), pipe=col(1, np.int64), occupancy=col(2, np.float64), latency=col(3, np.float64),
         stall=col(4, np.float64), wbar=np.array([-1 if e[5] is None else e[5] for e in ex], dtype=np.int64),
         rbar=np.array([-1 if e[6] is None else e[6] for e in ex], dtype=np.int64), writes=col(7, np.bool_),
         readonly=col(8, np.bool_), warp_bytes=np.array([s.warp_bytes for s in static], dtype=np.int64),
         result_reason=col(10, np.int64), is_mem=col(11, np.bool_),
-        queue=np.array([a[1] for a in facts.attempt], dtype=np.int64),
+        queue=np.array([a[1] for a in facts.attempt], dtype=np.int64), qstore=np.array(queue_stores(static), dtype=np.bool_),
         busy_reason=np.array([a[2] for a in facts.attempt], dtype=np.int64),
         operand_wait=np.array(facts.operand_wait, dtype=np.bool_),
         wait_mask=np.array([s.wait_mask for s in static], dtype=np.int64),
@@ -314,6 +321,7 @@ def _as_state(owned):
     st.sm = _borrowed(owned.sm)
     st.q = _borrowed(owned.q)
     st.q_buf = _borrowed(owned.q_buf)
+    st.qs_buf = _borrowed(owned.qs_buf)
     st.stage = _borrowed(owned.stage)
     st.pcs = _borrowed(owned.pcs)
     st.mem_rows = _borrowed(owned.mem_rows)
@@ -339,6 +347,7 @@ def _as_state(owned):
     st.result_reason = _borrowed(owned.result_reason)
     st.is_mem = _borrowed(owned.is_mem)
     st.queue = _borrowed(owned.queue)
+    st.qstore = _borrowed(owned.qstore)
     st.busy_reason = _borrowed(owned.busy_reason)
     st.operand_wait = _borrowed(owned.operand_wait)
     st.wait_mask = _borrowed(owned.wait_mask)

@@ -27,9 +27,9 @@ MIO, LSU = 0, 1  # the two queues of a sub-partition
 
 # ---- lsu.py: AccessQueue, Stage ------------------------------------------------------------------
 @njit
-def full_until(st, q, now):
-    """`AccessQueue.full_until`: -1.0 if an instruction may enter at `now`, else the cycle the
-    queue's first one leaves."""
+def full_until(st, q, now, store):
+    """`AccessQueue.full_until`: -1.0 if an instruction (a `store`) may enter at `now`, else the cycle
+    the first one it waits for leaves (the queue's first, or its first store: `st.qs_buf[q]`)."""
     row = st.q[q]
     buf = st.q_buf[q]
     cap = buf.shape[0]
@@ -38,6 +38,14 @@ def full_until(st, q, now):
         row.n -= 1
     if row.n >= row.depth:
         return buf[row.head]
+    if store and row.sdepth > 0:
+        sbuf = st.qs_buf[q]
+        scap = sbuf.shape[0]
+        while row.sn > 0 and sbuf[row.shead] <= now:
+            row.shead = (row.shead + 1) % scap
+            row.sn -= 1
+        if row.sn >= row.sdepth:
+            return sbuf[row.shead]
     return -1.0
 
 
@@ -62,8 +70,8 @@ def data_passed(st, sm, kind, now, units, done):
 
 
 @njit
-def queue_access(st, q, stage, first_q, step, count, now, units, unified):
-    """`AccessQueue.access`: an instruction of `units` enters queue `q` at `now`; (cycle it starts to
+def queue_access(st, q, stage, first_q, step, count, now, units, unified, store):
+    """`AccessQueue.access`: an instruction of `units` (a `store`) enters queue `q` at `now`; (cycle it starts to
     pass, cycle it has passed). The `count` queues `first_q`, `first_q` + `step`, ... share `stage`
     (`SM.mio_queues` / `SM.lsu_queues`: the SM's queues of one kind, step 2); `unified`: a unified
     data stage follows (the SM's, `stage` // 2)."""
@@ -93,17 +101,27 @@ def queue_access(st, q, stage, first_q, step, count, now, units, unified):
         raise RuntimeError("compiled engine: an access queue overflowed its ring")
     buf[(row.head + row.n) % cap] = done
     row.n += 1
+    if store and row.sdepth > 0:
+        sbuf = st.qs_buf[q]
+        if row.sn >= sbuf.shape[0]:
+            raise RuntimeError("compiled engine: an access queue overflowed its store ring")
+        sbuf[(row.shead + row.sn) % sbuf.shape[0]] = done
+        row.sn += 1
     return start, done
 
 
 @njit
 def queue_hold(st, q, until):
-    """`AccessQueue.hold`: the instruction that entered last keeps its place until `until`."""
+    """`AccessQueue.hold`: the instruction that entered last, a store, keeps its place (and store
+    slot) until `until`."""
     row = st.q[q]
     buf = st.q_buf[q]
     last = (row.head + row.n - 1) % buf.shape[0]
     if until > buf[last]:
         buf[last] = until
+        if row.sdepth > 0:
+            sbuf = st.qs_buf[q]
+            sbuf[(row.shead + row.sn - 1) % sbuf.shape[0]] = until
         if until > row.free:
             row.free = until
 

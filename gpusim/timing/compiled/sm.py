@@ -208,7 +208,7 @@ def run(st, sm, env_now, resume):
                             if until > bound:
                                 throttle = st.busy_reason[pc]
                             elif queue:
-                                throttle, until = queue_full(st, sp, queue, now)
+                                throttle, until = queue_full(st, sp, queue, now, st.qstore[pc])
                             else:
                                 throttle = 0
                             since, ready = wr.since, wr.ready_at
@@ -401,14 +401,14 @@ def candidates(st, sp, now, out):
 
 
 @njit
-def queue_full(st, sp, queue, now):
+def queue_full(st, sp, queue, now, store):
     """`SM._queue_full`: (mio_throttle or lg_throttle, cycle it may try again), or (0, now)."""
     if queue == SMEM:
-        until = M.full_until(st, sp * 2 + M.MIO, now)
+        until = M.full_until(st, sp * 2 + M.MIO, now, store)
         if until < 0.0:
             return 0, now
         return MIO_T, until
-    until = M.full_until(st, sp * 2 + M.LSU, now)
+    until = M.full_until(st, sp * 2 + M.LSU, now, store)
     if until < 0.0:
         return 0, now
     return LG_T, until
@@ -439,7 +439,7 @@ def second_issue(st, sm, sp, w, first, now):
     if st.sp_pipes[sp, st.pipe[pc]] > now + 1 - EPS:
         return
     if queue:
-        throttle, _ = queue_full(st, sp, queue, now)
+        throttle, _ = queue_full(st, sp, queue, now, st.qstore[pc])
         if throttle:
             return
     execute(st, sm, sp, w, pc, now)
@@ -553,13 +553,13 @@ def access(st, sm, sp, w, kind, pos, pc, now):
     if kind == SMEM:
         wf = st.wavef[pos]
         start, passed = M.queue_access(st, sp * 2 + M.MIO, sm * 2 + M.MIO, first + M.MIO, 2, c.n_sp, now, max(wf, 1),
-                                       c.unified_stage)
+                                       c.unified_stage, st.qstore[pc])
         st.sm[sm].smem_wavefronts += wf
         return passed + c.smem_latency, False, start + c.mio_read
     if kind == CMEM:
         return now + c.const_latency, False, now + 2
     start, passed = M.queue_access(st, sp * 2 + M.LSU, sm * 2 + M.LSU, first + M.LSU, 2, c.n_sp, now,
-                                   max(1, st.glines[pos]), c.unified_stage)
+                                   max(1, st.glines[pos]), c.unified_stage, kind != GLOAD)
     row = st.mem_rows[pos]
     lo, hi, base = st.sector_start[row], st.sector_start[row + 1], st.sector_base[row]
     if kind == GLOAD:

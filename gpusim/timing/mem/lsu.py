@@ -27,6 +27,11 @@ first's Ac loads touch 32 lines each, and it takes 918,870 ncu cycles at n=1024 
   (`issue.ldg_s128`); 32 warps reach 1 line per cycle per SM (`ldg.by_stride`);
 - STS / STG from one warp free their data register 11 / 13 cycles after issue (`issue.sts_s4`,
   `issue.stg_s4`: a CS2R that overwrites the stored register waits for it);
+- stores have fewer places than loads: one warp issuing stores of their own data registers has 10
+  32-line STG, or 10 32-way-conflicting STS, in flight before it waits, then one per ~60 cycles
+  (memory10_h100.json `issue_st.stg_s128_w1`, `sts_s128_w1`; one-line STG: 24). A queue here holds
+  `store_depth` stores at most besides its `depth` instructions in all (`store_depth` None: no
+  such limit), so loads queued in front do not take a store's slot;
 - stores whose 32 lanes write 32 sectors in 32 lines pass at 0.24 sectors per SM-cycle when they
   stay in L2, what L2's write bandwidth gives each SM (`stg_scatter`, memory6_h100.json): a store
   holds its LSU slot until L2 has taken its data (`hold`), so stores beyond L2's write bandwidth
@@ -122,25 +127,37 @@ def shared_finish(now: float, mine: float, other: float, rate: float) -> float:
 
 
 class AccessQueue:
-    def __init__(self, depth: int, rate: float | None, stage: Stage, kind: int = MIO, data: DataStage | None = None):
+    def __init__(self, depth: int, rate: float | None, stage: Stage, kind: int = MIO, data: DataStage | None = None,
+                 store_depth: int | None = None):
         self.depth = depth
+        self.store_depth = store_depth  # stores it holds at most (None: no limit but `depth`)
         self.rate = rate  # units per cycle; None: instructions pass the stage in issue order
         self.stage = stage
         self.kind = kind
         self.data = data  # the unified data stage behind `stage`, if any
         self.free = 0.0  # when this sub-partition's queue has passed everything it holds
         self.leaving: deque[float] = deque()  # cycle each queued instruction has passed (non-decreasing)
+        self.stores: deque[float] = deque()  # the same for the queued stores (with a store_depth)
 
-    def full_until(self, now: float) -> float | None:
-        """None if an instruction may enter at `now`, else the cycle the queue's first one leaves."""
+    def full_until(self, now: float, store: bool = False) -> float | None:
+        """None if an instruction (a `store`) may enter at `now`, else the cycle the first one it
+        waits for leaves: the queue's first, or its first store where the stores fill their slots."""
         leaving = self.leaving
         while leaving and leaving[0] <= now:
             leaving.popleft()
-        return leaving[0] if len(leaving) >= self.depth else None
+        if len(leaving) >= self.depth:
+            return leaving[0]
+        if store and self.store_depth is not None:
+            stores = self.stores
+            while stores and stores[0] <= now:
+                stores.popleft()
+            if len(stores) >= self.store_depth:
+                return stores[0]
+        return None
 
-    def access(self, now: float, units: float, queues) -> tuple[float, float]:
-        """An instruction of `units` enters at `now`: (cycle it starts to pass, cycle it has passed).
-        `queues`: all the queues of this kind of the SM (they share the stage)."""
+    def access(self, now: float, units: float, queues, store: bool = False) -> tuple[float, float]:
+        """An instruction of `units` (a `store`) enters at `now`: (cycle it starts to pass, cycle it
+        has passed). `queues`: all the queues of this kind of the SM (they share the stage)."""
         stage = self.stage
         if self.rate is None:
             start = stage.free if stage.free > now else now
@@ -155,12 +172,16 @@ class AccessQueue:
             if done > self.free:
                 self.free = done
         self.leaving.append(done)
+        if store and self.store_depth is not None:
+            self.stores.append(done)
         return start, done
 
     def hold(self, until: float) -> None:
-        """The instruction that entered last keeps its place until `until` (a store until L2 has
-        taken its data); the queue passes in order, so the ones behind it wait too."""
+        """The instruction that entered last, a store, keeps its place (and store slot) until `until`
+        (until L2 has taken its data); the queue passes in order, so the ones behind it wait too."""
         if until > self.leaving[-1]:
             self.leaving[-1] = until
+            if self.store_depth is not None:
+                self.stores[-1] = until
             if until > self.free:
                 self.free = until

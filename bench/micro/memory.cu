@@ -374,3 +374,29 @@ extern "C" __global__ void ring_walk(const unsigned long long* ring, long long* 
     out[1] = t1 - t0;
     out[2] = (long long)p;  // keeps the chain
 }
+
+// ---- store order (run_memory.py --only st_order): in what order do the warps of the CTAs sharing an SM
+// issue their stores? st_stride's stores (dram_writes.cu: 4 pieces of each of 32 lines k lines apart per CTA,
+// CTA (bx, by) of a grid gx wide, launched x fastest), with a clock read after each store. Per warp:
+// stamps[w * 6 + 0] its start, [1..4] after each store, [5] its SM. How many CTAs of an SM hold partly
+// written lines at once (gpusim: one or two; the H100's partial-sector cost says all resident ones)?
+extern "C" __global__ void st_order(float* out, long long* stamps, int k, int gx, float v) {
+    const int ty = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int bx = blockIdx.x % gx, by = blockIdx.x / gx;
+    float* p = out + ((long long)(bx * 32 + lane) * k + by) * 32 + ty;
+    long long t[5];
+    t[0] = clk();
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        asm volatile("st.global.f32 [%0], %1;" ::"l"(p + 8 * j), "f"(v) : "memory");
+        t[j + 1] = clk();
+    }
+    if (lane == 0) {
+        unsigned smid;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+        long long* s = stamps + ((long long)blockIdx.x * 8 + ty) * 6;
+#pragma unroll
+        for (int j = 0; j < 5; ++j) s[j] = t[j];
+        s[5] = smid;
+    }
+}

@@ -284,7 +284,7 @@ def m_issue(b: Bench) -> dict:
     `sp2`: warps 0 and 4 of an 8-warp CTA (one sub-partition, if warps map to sub-partitions
     by warp id mod 4), each recording its own stamps: a queue per sub-partition is shared by them,
     a queue per warp is not."""
-    cp, np = b.cp, b.np
+    cp = b.cp
     res = {"method": f"issue_<kind>: {NQ} accesses each followed by CS2R SR_CLOCKLO; second of two passes "
                      "(warm L1); gaps[k] = t[k+1] - t[k] in SM cycles", "cases": {}}
     g = cp.zeros(1 << 20, dtype=cp.uint8)
@@ -292,19 +292,25 @@ def m_issue(b: Bench) -> dict:
     for label, block, every in (("w1", 32, 1), ("sp2", 256, 4)):
         for kind in ("lds", "sts", "ldg", "stg"):
             for stride in (4, 128):
-                out = cp.zeros((block // 32) * (NQ + 1), dtype=cp.int64)
-                runs = []
-                for _ in range(3):
-                    b.launch(f"issue_{kind}", 1, block, (g, out, sink, np.int32(stride), np.int32(every)),
-                             shared=16 * 1024)
-                    b.sync()
-                    t = out.get().reshape(block // 32, NQ + 1)
-                    runs.append({int(w): [int(t[w, i + 1] - t[w, i]) for i in range(NQ)]
-                                 for w in range(0, block // 32, every)})
+                runs, t = _issue_runs(b, f"issue_{kind}", block, every, stride, g, sink)
                 res["cases"][f"{kind}_s{stride}_{label}"] = {"gaps": runs[-1], "starts": {int(w): int(t[w, 0])
                                                              for w in range(0, block // 32, every)},
                                                              "all_runs": runs, "stride_bytes": stride}
     return res
+
+
+def _issue_runs(b: Bench, kernel: str, block: int, every: int, stride: int, g, sink) -> tuple[list, object]:
+    """Three launches of issue kernel `kernel` (one CTA of `block` threads, every `every`-th warp
+    issuing): per launch, each issuing warp's gaps between its NQ accesses; and the last launch's stamps."""
+    cp, np = b.cp, b.np
+    out = cp.zeros((block // 32) * (NQ + 1), dtype=cp.int64)
+    runs = []
+    for _ in range(3):
+        b.launch(kernel, 1, block, (g, out, sink, np.int32(stride), np.int32(every)), shared=16 * 1024)
+        b.sync()
+        t = out.get().reshape(block // 32, NQ + 1)
+        runs.append({int(w): [int(t[w, i + 1] - t[w, i]) for i in range(NQ)] for w in range(0, block // 32, every)})
+    return runs, t
 
 
 def m_issue4(b: Bench) -> dict:
@@ -337,7 +343,7 @@ def m_issue_st(b: Bench) -> dict:
     rate after. `w1`: one warp; `sp2`: warps 0 and 4 of an 8-warp CTA (one sub-partition); `sp4`: warps
     0-3 of a 4-warp CTA (one per sub-partition). Stride 4: each store one line (full sectors); 128: 32
     lines (4 bytes in each)."""
-    cp, np = b.cp, b.np
+    cp = b.cp
     res = {"method": f"issue_st_<kind>: {NQ} stores, each of its own data register, each followed by CS2R "
                      "SR_CLOCKLO; second of two passes; gaps[k] = t[k+1] - t[k] in SM cycles", "cases": {}}
     g = cp.zeros(1 << 20, dtype=cp.uint8)
@@ -345,16 +351,50 @@ def m_issue_st(b: Bench) -> dict:
     for label, block, every in (("w1", 32, 1), ("sp2", 256, 4), ("sp4", 128, 1)):
         for kind in ("sts", "stg"):
             for stride in (4, 128):
-                out = cp.zeros((block // 32) * (NQ + 1), dtype=cp.int64)
-                runs = []
-                for _ in range(3):
-                    b.launch(f"issue_st_{kind}", 1, block, (g, out, sink, np.int32(stride), np.int32(every)),
-                             shared=16 * 1024)
-                    b.sync()
-                    t = out.get().reshape(block // 32, NQ + 1)
-                    runs.append({int(w): [int(t[w, i + 1] - t[w, i]) for i in range(NQ)]
-                                 for w in range(0, block // 32, every)})
+                runs, _ = _issue_runs(b, f"issue_st_{kind}", block, every, stride, g, sink)
                 res["cases"][f"{kind}_s{stride}_{label}"] = {"gaps": runs[-1], "all_runs": runs, "stride_bytes": stride}
+    return res
+
+
+def m_st_order(b: Bench) -> dict:
+    """st_order (memory.cu): 16 MiB of st_stride k = 64 stores (4096 CTAs of 8 warps, 8 per SM, or 2 with
+    100 KiB of shared memory each), a clock after each store. Per SM: how many CTAs are between their
+    first and last store at once (time-weighted mean over the SM's store span) and, for SM 0, the CTA of
+    each store in issue order (first 200)."""
+    cp, np = b.cp, b.np
+    k, rows = 64, 16 * (1 << 20) // (4 * 32 * 64) // 32 * 32
+    gx = rows // 32
+    n = gx * (32 * 64 // 32)
+    res = {"method": "st_order: st_stride k=64 S=16 MiB with clock64 after each store; per CTA its span from the "
+                     "first store of any warp to the last store of all; open = CTAs of the SM inside their span",
+           "cases": {}}
+    out = cp.zeros(16 * (1 << 20) // 4, dtype=cp.float32)
+    for label, smem in (("ctas8", 0), ("ctas2", 100 * 1024)):
+        stamps = cp.zeros(n * 8 * 6, dtype=cp.int64)
+        for _ in range(2):  # the second launch is kept
+            b.launch("st_order", n, 256, (out, stamps, np.int32(k), np.int32(gx), np.float32(2.0)), shared=smem)
+            b.sync()
+        t = stamps.get().reshape(n, 8, 6)
+        sm = t[:, 0, 5]
+        first, last = t[:, :, 1].min(axis=1), t[:, :, 4].max(axis=1)
+        per_sm = []
+        for s in range(b.sms):
+            c = np.flatnonzero(sm == s)
+            if not len(c):
+                continue
+            ev = np.r_[first[c], last[c]]
+            d = np.r_[np.ones(len(c)), -np.ones(len(c))]
+            o = np.argsort(ev, kind="stable")
+            ev, level = ev[o], np.cumsum(d[o])
+            span = ev[-1] - ev[0]
+            per_sm.append(float((level[:-1] * np.diff(ev)).sum() / span) if span > 0 else 0.0)
+        c0 = np.flatnonzero(sm == 0)
+        order = sorted((int(t[c, w, j]), int(c), w, j - 1) for c in c0 for w in range(8) for j in range(1, 5))
+        res["cases"][label] = {"mean_open_ctas_per_sm": round(float(np.mean(per_sm)), 3),
+                               "open_ctas_sm_quartiles": [round(float(x), 3) for x in np.percentile(per_sm, [25, 50, 75])],
+                               "ctas_on_sm0": len(c0), "cta_span_cycles_median": int(np.median(last - first)),
+                               "cta_life_cycles_median": int(np.median(t[:, :, 4].max(axis=1) - t[:, :, 0].min(axis=1))),
+                               "sm0_order": order[:200]}
     return res
 
 
@@ -591,7 +631,7 @@ def main() -> int:
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--ncu-only", default="", help="with --ncu: 'wrap' profiles only the wrapped-load kernels")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
-    ap.add_argument("--only", default="", help="comma list: ldg,wrap,scatter,partition,stream,stg,stg_scatter,sts,issue,issue4,issue_st,mix,mix2,launch,bandwidth")
+    ap.add_argument("--only", default="", help="comma list: ldg,wrap,scatter,partition,stream,stg,stg_scatter,sts,issue,issue4,issue_st,st_order,mix,mix2,launch,bandwidth")
     args = ap.parse_args()
     if args.ncu_child:
         ncu_child(args.ncu_child, args.ncu_only)
@@ -616,7 +656,7 @@ def main() -> int:
     b = Bench(comp["cubin"])
     b.launch("empty", 1, 32, (b.np.uint64(0),))
     groups = {"ldg": m_ldg_rates, "bcast": m_bcast, "wrap": m_wrap, "scatter": m_scatter, "partition": m_partition, "stream": m_stream, "stg": m_stg, "stg_scatter": m_stg_scatter, "sts": m_sts, "issue": m_issue,
-              "issue4": m_issue4, "issue_st": m_issue_st, "mix": m_mix, "mix2": m_mix2,
+              "issue4": m_issue4, "issue_st": m_issue_st, "st_order": m_st_order, "mix": m_mix, "mix2": m_mix2,
               "launch": m_launch, "bandwidth": m_bandwidth_events}
     only = {s for s in args.only.split(",") if s}
     for name, fn in groups.items():

@@ -400,3 +400,27 @@ extern "C" __global__ void st_order(float* out, long long* stamps, int k, int gx
         s[5] = smid;
     }
 }
+
+// tp_order: transpose_naive (dram_writes.cu tp_naive: out[x m + y + j] = in[(y + j) m + x], m x m floats,
+// 32 x 8 threads per CTA) with the same stamps as st_order: does loading between the stores change how many
+// CTAs of an SM are between their first and last store at once?
+extern "C" __global__ void tp_order(const float* in, float* out, long long* stamps, int m) {
+    const int ty = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int gx = m / 32;
+    const int x = (blockIdx.x % gx) * 32 + lane, y = (blockIdx.x / gx) * 32 + ty;
+    long long t[5];
+    t[0] = clk();
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        out[(long long)x * m + y + 8 * j] = in[(long long)(y + 8 * j) * m + x];
+        t[j + 1] = clk();
+    }
+    if (lane == 0) {
+        unsigned smid;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+        long long* s = stamps + ((long long)blockIdx.x * 8 + ty) * 6;
+#pragma unroll
+        for (int j = 0; j < 5; ++j) s[j] = t[j];
+        s[5] = smid;
+    }
+}

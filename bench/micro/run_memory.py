@@ -358,7 +358,8 @@ def m_issue_st(b: Bench) -> dict:
 
 def m_st_order(b: Bench) -> dict:
     """st_order (memory.cu): 16 MiB of st_stride k = 64 stores (4096 CTAs of 8 warps, 8 per SM, or 2 with
-    100 KiB of shared memory each), a clock after each store. Per SM: how many CTAs are between their
+    100 KiB of shared memory each), a clock after each store; `tp_naive`: tp_order, transpose_naive's loads
+    and stores (m = 2048: the same CTAs and output lines) with the same stamps. Per SM: how many CTAs are between their
     first and last store at once (time-weighted mean over the SM's store span) and, for SM 0, the CTA of
     each store in issue order (first 200)."""
     cp, np = b.cp, b.np
@@ -369,10 +370,14 @@ def m_st_order(b: Bench) -> dict:
                      "first store of any warp to the last store of all; open = CTAs of the SM inside their span",
            "cases": {}}
     out = cp.zeros(16 * (1 << 20) // 4, dtype=cp.float32)
-    for label, smem in (("ctas8", 0), ("ctas2", 100 * 1024)):
+    inp = cp.ones(16 * (1 << 20) // 4, dtype=cp.float32)
+    for label, smem in (("ctas8", 0), ("ctas2", 100 * 1024), ("tp_naive", 0)):
         stamps = cp.zeros(n * 8 * 6, dtype=cp.int64)
         for _ in range(2):  # the second launch is kept
-            b.launch("st_order", n, 256, (out, stamps, np.int32(k), np.int32(gx), np.float32(2.0)), shared=smem)
+            if label == "tp_naive":  # 2048 x 2048 floats: the same 4096 CTAs and lines
+                b.launch("tp_order", n, 256, (inp, out, stamps, np.int32(2048)), shared=smem)
+            else:
+                b.launch("st_order", n, 256, (out, stamps, np.int32(k), np.int32(gx), np.float32(2.0)), shared=smem)
             b.sync()
         t = stamps.get().reshape(n, 8, 6)
         sm = t[:, 0, 5]

@@ -26,24 +26,28 @@ MIO, LSU = 0, 1  # the two queues of a sub-partition
 
 
 # ---- lsu.py: AccessQueue, Stage ------------------------------------------------------------------
+@njit(inline="always")
+def _leave(buf, head, n, now):
+    """The ring `buf[head:head + n]` (cyclic) of leaving cycles with those <= `now` gone: (head, n)."""
+    cap = buf.shape[0]
+    while n > 0 and buf[head] <= now:
+        head = (head + 1) % cap
+        n -= 1
+    return head, n
+
+
 @njit
 def full_until(st, q, now, store):
     """`AccessQueue.full_until`: -1.0 if an instruction (a `store`) may enter at `now`, else the cycle
     the first one it waits for leaves (the queue's first, or its first store: `st.qs_buf[q]`)."""
     row = st.q[q]
     buf = st.q_buf[q]
-    cap = buf.shape[0]
-    while row.n > 0 and buf[row.head] <= now:
-        row.head = (row.head + 1) % cap
-        row.n -= 1
+    row.head, row.n = _leave(buf, row.head, row.n, now)
     if row.n >= row.depth:
         return buf[row.head]
     if store and row.sdepth > 0:
         sbuf = st.qs_buf[q]
-        scap = sbuf.shape[0]
-        while row.sn > 0 and sbuf[row.shead] <= now:
-            row.shead = (row.shead + 1) % scap
-            row.sn -= 1
+        row.shead, row.sn = _leave(sbuf, row.shead, row.sn, now)
         if row.sn >= row.sdepth:
             return sbuf[row.shead]
     return -1.0

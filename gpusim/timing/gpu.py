@@ -676,7 +676,8 @@ def store_sector_counts(trace, record_kinds, sector_bytes: int = 32, chunk: int 
 # Stores that write sectors in pieces (4 bytes a lane into 32 lines: a naive transpose) cost the H100 a
 # DRAM read and a DRAM write for 3-4% of those sectors when the lines a warp writes are next to each
 # other, 10-27% when they lie 3 or more lines apart (8 CTAs per SM; ~0 at 1-2 CTAs per SM):
-# validation/h100/micro/dram_pstride_h100.json. The model writes whole sectors; the note says so.
+# validation/h100/micro/dram_pstride_h100.json; up to a third when more lines are held partly written
+# at once (dram_popen_h100.json). The model writes whole sectors; the note says so.
 PARTIAL_STORE_NOTE_FRACTION = 0.25
 
 
@@ -687,8 +688,9 @@ def partial_store_notes(tot: dict, cfg) -> list[str]:
     if cfg.arch != "sm_90" or not whole or part < PARTIAL_STORE_NOTE_FRACTION * whole:
         return []
     return [f"{part / whole:.0%} of the sectors global stores write are written in part by each warp (the rest by others); the "
-            "H100 adds a DRAM read and a DRAM write for 3-27% of such sectors (most with many CTAs per SM and a "
-            "warp's lines 3 or more lines apart; validation/h100/micro/dram_pstride_h100.json), which gpusim does not "
+            "H100 adds a DRAM read and a DRAM write for 3-34% of such sectors (more the more partly written lines "
+            "the chip holds at once, and a warp's lines 3 or more lines apart; validation/h100/micro/dram_pstride_h100.json, "
+            "dram_popen_h100.json), which gpusim does not "
             "model: its DRAM bytes are low by up to that share of these sectors, and its time where DRAM limits the kernel"]
 
 

@@ -67,8 +67,7 @@ class L1:
                 warp.misses.append((finish, n))
             if cached:
                 for s in missing:
-                    if s in self.cache.sectors:
-                        self.cache.sectors[s] = finish
+                    self.cache.set_ready(s, finish)
             done = max(done, finish)
         return done
 

@@ -64,6 +64,11 @@ class SectorCache:
             return self.sectors.popitem(last=False)[0]
         return None
 
+    def set_ready(self, sector: int, ready: float) -> None:
+        """A held sector's fill completes at `ready` (its place in the LRU order kept); an evicted one is left out."""
+        if sector in self.sectors:
+            self.sectors[sector] = ready
+
     def touch(self, sector: int) -> None:
         """The sector becomes the newest, inserted (ready at once) if absent; nothing is counted."""
         if sector in self.sectors:

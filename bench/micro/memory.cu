@@ -380,6 +380,16 @@ extern "C" __global__ void ring_walk(const unsigned long long* ring, long long* 
 // CTA (bx, by) of a grid gx wide, launched x fastest), with a clock read after each store. Per warp:
 // stamps[w * 6 + 0] its start, [1..4] after each store, [5] its SM. How many CTAs of an SM hold partly
 // written lines at once (gpusim: one or two; the H100's partial-sector cost says all resident ones)?
+// Warp `ty` of this CTA: its start and its four store stamps `t`, then its SM, at stamps[(CTA x 8 + ty) x 6].
+DEVI void order_stamps(long long* stamps, int ty, const long long* t) {
+    unsigned smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    long long* s = stamps + ((long long)blockIdx.x * 8 + ty) * 6;
+#pragma unroll
+    for (int j = 0; j < 5; ++j) s[j] = t[j];
+    s[5] = smid;
+}
+
 extern "C" __global__ void st_order(float* out, long long* stamps, int k, int gx, float v) {
     const int ty = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int bx = blockIdx.x % gx, by = blockIdx.x / gx;
@@ -391,14 +401,7 @@ extern "C" __global__ void st_order(float* out, long long* stamps, int k, int gx
         asm volatile("st.global.f32 [%0], %1;" ::"l"(p + 8 * j), "f"(v) : "memory");
         t[j + 1] = clk();
     }
-    if (lane == 0) {
-        unsigned smid;
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-        long long* s = stamps + ((long long)blockIdx.x * 8 + ty) * 6;
-#pragma unroll
-        for (int j = 0; j < 5; ++j) s[j] = t[j];
-        s[5] = smid;
-    }
+    if (lane == 0) order_stamps(stamps, ty, t);
 }
 
 // tp_order: transpose_naive (dram_writes.cu tp_naive: out[x m + y + j] = in[(y + j) m + x], m x m floats,
@@ -415,12 +418,5 @@ extern "C" __global__ void tp_order(const float* in, float* out, long long* stam
         out[(long long)x * m + y + 8 * j] = in[(long long)(y + 8 * j) * m + x];
         t[j + 1] = clk();
     }
-    if (lane == 0) {
-        unsigned smid;
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-        long long* s = stamps + ((long long)blockIdx.x * 8 + ty) * 6;
-#pragma unroll
-        for (int j = 0; j < 5; ++j) s[j] = t[j];
-        s[5] = smid;
-    }
+    if (lane == 0) order_stamps(stamps, ty, t);
 }

@@ -227,6 +227,18 @@ STS_KERNEL(128, STS128)
 
 // ---- issue timestamps of one warp: when does the warp's next access have to wait? -------------------
 constexpr int NQ = 48;
+// Two passes of NQ accesses (`PTX`, using k), the clock read into t[0] before and t[k + 1] after each;
+// `AFTER_PASS` at each pass's end. The second pass's stamps are the ones kept.
+#define STAMPED_PASSES(PTX, AFTER_PASS)                                                                  \
+    _Pragma("unroll 1") for (int r = 0; r < 2; ++r) {                                                    \
+        __syncwarp();                                                                                    \
+        t[0] = clk();                                                                                    \
+        _Pragma("unroll") for (int k = 0; k < NQ; ++k) {                                                 \
+            PTX;                                                                                         \
+            t[k + 1] = clk();                                                                            \
+        }                                                                                                \
+        AFTER_PASS;                                                                                      \
+    }
 #define ISSUE_KERNEL(NAME, SETUP, PTX)                                                                   \
     extern "C" __global__ void issue_##NAME(const char* gbase, long long* out, unsigned* sink, int stride,  \
                                             int every) {                                                 \
@@ -236,15 +248,7 @@ constexpr int NQ = 48;
         SETUP;                                                                                           \
         unsigned acc = 0, x[NQ];                                                                         \
         long long t[NQ + 1];                                                                             \
-        _Pragma("unroll 1") for (int r = 0; r < 2; ++r) {                                                \
-            __syncwarp();                                                                                \
-            t[0] = clk();                                                                                \
-            _Pragma("unroll") for (int k = 0; k < NQ; ++k) {                                             \
-                PTX;                                                                                     \
-                t[k + 1] = clk();                                                                        \
-            }                                                                                            \
-            _Pragma("unroll") for (int k = 0; k < NQ; ++k) acc ^= x[k];                                  \
-        }                                                                                                \
+        STAMPED_PASSES(PTX, _Pragma("unroll") for (int k = 0; k < NQ; ++k) acc ^= x[k]);                 \
         if ((threadIdx.x & 31) == 0)                                                                     \
             for (int k = 0; k <= NQ; ++k) out[wid * (NQ + 1) + k] = t[k];                                \
         if (acc == 0x12345678u) sink[0] = acc;                                                           \
@@ -273,14 +277,7 @@ ISSUE_KERNEL(stg, char* q = (char*)gbase + (threadIdx.x & 31) * stride, ISSUE_ST
         unsigned d[NQ];                                                                                  \
         _Pragma("unroll") for (int k = 0; k < NQ; ++k) d[k] = threadIdx.x * 977u + k * 131u + sink[k & 63]; \
         long long t[NQ + 1];                                                                             \
-        _Pragma("unroll 1") for (int r = 0; r < 2; ++r) {                                                \
-            __syncwarp();                                                                                \
-            t[0] = clk();                                                                                \
-            _Pragma("unroll") for (int k = 0; k < NQ; ++k) {                                             \
-                PTX;                                                                                     \
-                t[k + 1] = clk();                                                                        \
-            }                                                                                            \
-        }                                                                                                \
+        STAMPED_PASSES(PTX, );                                                                           \
         unsigned acc = 0;                                                                                \
         _Pragma("unroll") for (int k = 0; k < NQ; ++k) acc ^= d[k];                                      \
         if ((threadIdx.x & 31) == 0)                                                                     \

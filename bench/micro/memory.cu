@@ -417,3 +417,19 @@ extern "C" __global__ void tp_order(const float* in, float* out, long long* stam
     }
     if (lane == 0) order_stamps(stamps, ty, t);
 }
+
+// tps_order: tp_stonly (transpose_naive's stores alone, dram_writes.cu) with the same stamps: the H100 gives
+// its partial sectors the cost of st_stride's (the same lines and pieces); does it store in the same order?
+extern "C" __global__ void tps_order(const float* in, float* out, long long* stamps, int m) {
+    const int ty = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int gx = m / 32;
+    const int x = (blockIdx.x % gx) * 32 + lane, y = (blockIdx.x / gx) * 32 + ty;
+    long long t[5];
+    t[0] = clk();
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        out[(long long)x * m + y + 8 * j] = 2.0f;
+        t[j + 1] = clk();
+    }
+    if (lane == 0) order_stamps(stamps, ty, t);
+}

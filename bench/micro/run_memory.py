@@ -359,7 +359,8 @@ def m_issue_st(b: Bench) -> dict:
 def m_st_order(b: Bench) -> dict:
     """st_order (memory.cu): 16 MiB of st_stride k = 64 stores (4096 CTAs of 8 warps, 8 per SM, or 2 with
     100 KiB of shared memory each), a clock after each store; `tp_naive`: tp_order, transpose_naive's loads
-    and stores (m = 2048: the same CTAs and output lines) with the same stamps. Per SM: how many CTAs are between their
+    and stores (m = 2048: the same CTAs and output lines) with the same stamps; `tp_stonly`: tps_order, its
+    stores alone. Per SM: how many CTAs are between their
     first and last store at once (time-weighted mean over the SM's store span) and, for SM 0, the CTA of
     each store in issue order (first 200)."""
     cp, np = b.cp, b.np
@@ -371,11 +372,12 @@ def m_st_order(b: Bench) -> dict:
            "cases": {}}
     out = cp.zeros(16 * (1 << 20) // 4, dtype=cp.float32)
     inp = cp.ones(16 * (1 << 20) // 4, dtype=cp.float32)
-    for label, smem in (("ctas8", 0), ("ctas2", 100 * 1024), ("tp_naive", 0)):
+    for label, smem in (("ctas8", 0), ("ctas2", 100 * 1024), ("tp_naive", 0), ("tp_stonly", 0)):
         stamps = cp.zeros(n * 8 * 6, dtype=cp.int64)
         for _ in range(2):  # the second launch is kept
-            if label == "tp_naive":  # 2048 x 2048 floats: the same 4096 CTAs and lines
-                b.launch("tp_order", n, 256, (inp, out, stamps, np.int32(2048)), shared=smem)
+            if label.startswith("tp_"):  # 2048 x 2048 floats: the same 4096 CTAs and lines
+                b.launch("tp_order" if label == "tp_naive" else "tps_order", n, 256, (inp, out, stamps, np.int32(2048)),
+                         shared=smem)
             else:
                 b.launch("st_order", n, 256, (out, stamps, np.int32(k), np.int32(gx), np.float32(2.0)), shared=smem)
             b.sync()

@@ -403,8 +403,11 @@ extern "C" __global__ void st_order(float* out, long long* stamps, int k, int gx
 
 // tp_order: transpose_naive (dram_writes.cu tp_naive: out[x m + y + j] = in[(y + j) m + x], m x m floats,
 // 32 x 8 threads per CTA) with the same stamps as st_order: does loading between the stores change how many
-// CTAs of an SM are between their first and last store at once?
-extern "C" __global__ void tp_order(const float* in, float* out, long long* stamps, int m) {
+// CTAs of an SM are between their first and last store at once? tps_order: tp_stonly (its stores alone,
+// 2.0f) with the same stamps: the H100 gives its partial sectors the cost of st_stride's (the same lines and
+// pieces); does it store in the same order?
+template <bool LOADS>
+DEVI void transpose_order(const float* in, float* out, long long* stamps, int m) {
     const int ty = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int gx = m / 32;
     const int x = (blockIdx.x % gx) * 32 + lane, y = (blockIdx.x / gx) * 32 + ty;
@@ -412,24 +415,14 @@ extern "C" __global__ void tp_order(const float* in, float* out, long long* stam
     t[0] = clk();
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-        out[(long long)x * m + y + 8 * j] = in[(long long)(y + 8 * j) * m + x];
+        out[(long long)x * m + y + 8 * j] = LOADS ? in[(long long)(y + 8 * j) * m + x] : 2.0f;
         t[j + 1] = clk();
     }
     if (lane == 0) order_stamps(stamps, ty, t);
 }
-
-// tps_order: tp_stonly (transpose_naive's stores alone, dram_writes.cu) with the same stamps: the H100 gives
-// its partial sectors the cost of st_stride's (the same lines and pieces); does it store in the same order?
+extern "C" __global__ void tp_order(const float* in, float* out, long long* stamps, int m) {
+    transpose_order<true>(in, out, stamps, m);
+}
 extern "C" __global__ void tps_order(const float* in, float* out, long long* stamps, int m) {
-    const int ty = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int gx = m / 32;
-    const int x = (blockIdx.x % gx) * 32 + lane, y = (blockIdx.x / gx) * 32 + ty;
-    long long t[5];
-    t[0] = clk();
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-        out[(long long)x * m + y + 8 * j] = 2.0f;
-        t[j + 1] = clk();
-    }
-    if (lane == 0) order_stamps(stamps, ty, t);
+    transpose_order<false>(in, out, stamps, m);
 }

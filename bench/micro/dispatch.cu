@@ -11,6 +11,16 @@
 // clock64 around its loop. If a throttled load costs issue slots, the FFMA warps' rate falls as
 // loaders are added.
 // `loaders_last`: the FFMA warps take the first slots and the loaders the next ones (younger warps).
+// A loader slot's timed loop: clock64 into t0, rounds while COND (i counts them), each counted in `loads`
+// and doing BODY for k = 0..15 (unrolled), then clock64 into t1.
+#define LOADER_ROUNDS(COND, ...)                                                                         \
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t0)::"memory");                                        \
+    _Pragma("unroll 1") for (int i = 0; COND; ++i) {                                                     \
+        ++loads;                                                                                         \
+        _Pragma("unroll") for (int k = 0; k < 16; ++k) { __VA_ARGS__; }                                  \
+    }                                                                                                    \
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t1)::"memory")
+
 extern "C" __global__ void dispatch_steal(const char* buf, float* sink, long long* out, int ldg_iters,
                                           int fma_iters, int ldg_warps, int fma_warps, int stride, int poll,
                                           int loaders_last) {
@@ -27,51 +37,27 @@ extern "C" __global__ void dispatch_steal(const char* buf, float* sink, long lon
         unsigned y0 = lane, y1 = lane + 1, y2 = lane + 2, y3 = lane + 3, y4 = lane + 4, y5 = lane + 5, y6 = lane + 6,
                  y7 = lane + 7;
         const unsigned K = (unsigned)(sink[128 + lane] + 3.0f);
-        asm volatile("mov.u64 %0, %%clock64;" : "=l"(t0)::"memory");
-#pragma unroll 1
-        for (int i = 0; i < ldg_iters; ++i) {
-            ++loads;
-#pragma unroll
-            for (int k = 0; k < 16; ++k) {
-                y0 = (y0 ^ K) + k; y1 = (y1 ^ K) + k; y2 = (y2 ^ K) + k; y3 = (y3 ^ K) + k;
-                y4 = (y4 ^ K) + k; y5 = (y5 ^ K) + k; y6 = (y6 ^ K) + k; y7 = (y7 ^ K) + k;
-            }
-        }
-        asm volatile("mov.u64 %0, %%clock64;" : "=l"(t1)::"memory");
+        LOADER_ROUNDS(i < ldg_iters,
+                      y0 = (y0 ^ K) + k; y1 = (y1 ^ K) + k; y2 = (y2 ^ K) + k; y3 = (y3 ^ K) + k;
+                      y4 = (y4 ^ K) + k; y5 = (y5 ^ K) + k; y6 = (y6 ^ K) + k; y7 = (y7 ^ K) + k);
         if ((y0 ^ y1 ^ y2 ^ y3 ^ y4 ^ y5 ^ y6 ^ y7) == 0x12345678u) sink[threadIdx.x] = 1.0f;
     } else if (slot < ldg_warps && stride < 0) {  // stride < 0: a shared-memory warp instead of a loader: 16
         // independent conflict-free LDS per iteration (lane's own word of 16 rows), results XORed
         __shared__ unsigned tile[16 * 32];
         tile[(w & 15) * 32 + lane] = lane;
         unsigned acc = 0;
-        asm volatile("mov.u64 %0, %%clock64;" : "=l"(t0)::"memory");
-#pragma unroll 1
-        for (int i = 0; i < ldg_iters; ++i) {
-            ++loads;
-#pragma unroll
-            for (int k = 0; k < 16; ++k) {
-                unsigned a;
-                asm volatile("ld.shared.u32 %0, [%1];" : "=r"(a) : "r"((unsigned)__cvta_generic_to_shared(tile + k * 32 + lane)) : "memory");
-                acc ^= a;
-            }
-        }
-        asm volatile("mov.u64 %0, %%clock64;" : "=l"(t1)::"memory");
+        LOADER_ROUNDS(i < ldg_iters,
+                      unsigned a;
+                      asm volatile("ld.shared.u32 %0, [%1];" : "=r"(a) : "r"((unsigned)__cvta_generic_to_shared(tile + k * 32 + lane)) : "memory");
+                      acc ^= a);
         if (acc == 0x12345678u) sink[threadIdx.x] = (float)acc;
     } else if (slot < ldg_warps) {
         const char* p = buf + lane * stride;
         unsigned acc = 0;
-        asm volatile("mov.u64 %0, %%clock64;" : "=l"(t0)::"memory");
-#pragma unroll 1
-        for (int i = 0; (poll ? *(volatile int*)&done < 4 * fma_warps : i < ldg_iters); ++i) {
-            ++loads;
-#pragma unroll
-            for (int k = 0; k < 16; ++k) {
-                unsigned a;
-                asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(a) : "l"(p + k * 4096) : "memory");
-                acc ^= a;
-            }
-        }
-        asm volatile("mov.u64 %0, %%clock64;" : "=l"(t1)::"memory");
+        LOADER_ROUNDS(poll ? *(volatile int*)&done < 4 * fma_warps : i < ldg_iters,
+                      unsigned a;
+                      asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(a) : "l"(p + k * 4096) : "memory");
+                      acc ^= a);
         if (acc == 0x12345678u) sink[threadIdx.x] = (float)acc;
     } else if (slot < ldg_warps + fma_warps) {
         const float A = sink[64 + lane] + 1.0f, B = sink[96 + lane] + 0.5f;

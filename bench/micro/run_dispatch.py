@@ -21,11 +21,10 @@ import shutil
 import statistics
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_micro import build_cubin, cupy_missing, run_cmd  # noqa: E402
+from run_micro import build_cubin, cupy_missing, run_meta  # noqa: E402
 
 SRC = os.path.join(HERE, "dispatch.cu")
 CASES = [  # (ldg warps, fma warps) per sub-partition, stride; the loaders poll (run until the FFMA warps end)
@@ -156,10 +155,7 @@ def main() -> int:
     if a.dry_run:
         print(json.dumps(comp, indent=1))
         return 0
-    R = {"meta": {"command_line": " ".join(map(shlex.quote, [sys.executable] + sys.argv)),
-                  "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "compile": comp,
-                  "nvidia_smi": run_cmd(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm",
-                                         "--format=csv,noheader"]).strip()}}
+    R = {"meta": run_meta(comp)}
     fixed = SHARED if a.shared else INTEGER if a.integer else ACTIVE if a.active else YOUNG if a.loaders_last else FIXED
     R["cases"] = measure(comp["cubin"], fixed, poll=False, last=a.loaders_last) if a.fixed else measure(comp["cubin"])
     if a.ncu and not a.fixed:

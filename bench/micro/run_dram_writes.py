@@ -31,7 +31,6 @@ import csv
 import io
 import json
 import os
-import platform
 import shlex
 import shutil
 import subprocess
@@ -40,7 +39,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_micro import cupy_missing, run_cmd  # noqa: E402
+from run_micro import cupy_missing, run_cmd, run_meta  # noqa: E402
 from run_memory import NCU_METRICS as FULL_METRICS  # noqa: E402
 
 SRC = os.path.join(HERE, "dram_writes.cu")
@@ -438,12 +437,8 @@ def main() -> int:
     if cupy_missing("run_dram_writes.py"):
         return 2
     ncu = shutil.which("ncu") or "/opt/nvidia/nsight-compute/2025.3.1/ncu"
-    R = {"meta": {"command_line": " ".join(map(shlex.quote, [sys.executable] + sys.argv)),
-                  "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": platform.node(),
-                  "compile": comp, "ncu_version": run_cmd([ncu, "--version"]).strip().splitlines()[-1],
-                  "launch": "8 x SMs CTAs x 256 threads, 16-byte accesses, grid-stride; sizes in MiB",
-                  "nvidia_smi": run_cmd(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,"
-                                         "clocks.mem", "--format=csv,noheader"]).strip()}}
+    R = {"meta": run_meta(comp, ncu_version=run_cmd([ncu, "--version"]).strip().splitlines()[-1],
+                          launch="8 x SMs CTAs x 256 threads, 16-byte accesses, grid-stride; sizes in MiB")}
     runs = (("ncu", "all", METRICS), ("ncu_full_metrics", "full", FULL_METRICS + ["gpu__time_duration.sum"]))
     if args.set != "writes":
         runs = (("ncu", args.set, METRICS),)

@@ -14,15 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import shutil
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_micro import build_cubin, cupy_missing, run_cmd  # noqa: E402
+from run_micro import build_cubin, cupy_missing, run_meta  # noqa: E402
 
 SRC = os.path.join(HERE, "l1_merge.cu")
 ROUNDS = 64
@@ -83,11 +81,7 @@ def main() -> int:
             print("\n".join(l for l in sass.splitlines() if any(k in l for k in ("LDG", "STS", "CS2R", "S2UR", "BAR"))))
         print(json.dumps(comp, indent=1))
         return 0
-    R = {"meta": {"command_line": " ".join(map(shlex.quote, [sys.executable] + sys.argv)),
-                  "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "compile": comp,
-                  "rounds": ROUNDS, "gaps": GAPS,
-                  "nvidia_smi": run_cmd(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,"
-                                         "clocks.mem", "--format=csv,noheader"]).strip()}}
+    R = {"meta": run_meta(comp, rounds=ROUNDS, gaps=GAPS)}
     R.update(measure(comp["cubin"]))
     with open(args.out, "w") as fh:
         json.dump(R, fh, indent=1)

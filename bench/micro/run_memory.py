@@ -17,7 +17,6 @@ import csv
 import io
 import json
 import os
-import platform
 import shlex
 import shutil
 import statistics
@@ -27,7 +26,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_micro import cupy_missing, run_cmd  # noqa: E402  (the ALU/latency microbenchmarks beside this file)
+from run_micro import cupy_missing, run_cmd, run_meta  # noqa: E402  (the ALU/latency microbenchmarks beside this file)
 
 SRC = os.path.join(HERE, "memory.cu")
 U = 16  # accesses per loop iteration (memory.cu)
@@ -652,14 +651,8 @@ def main() -> int:
     if args.dry_run:
         print(json.dumps(counts, indent=1))
         return 0
-    R = {"meta": {"command_line": " ".join(map(shlex.quote, [sys.executable] + sys.argv)),
-                  "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": platform.node(),
-                  "compile": comp}, "sass_counts": counts, "errors": []}
-    try:
-        R["meta"]["nvidia_smi"] = run_cmd(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,"
-                                           "clocks.mem", "--format=csv,noheader"]).strip()
-    except Exception as e:  # noqa: BLE001
-        R["errors"].append(f"nvidia-smi: {e!r}")
+    errors: list = []
+    R = {"meta": run_meta(comp, errors), "sass_counts": counts, "errors": errors}
     b = Bench(comp["cubin"])
     b.launch("empty", 1, 32, (b.np.uint64(0),))
     groups = {"ldg": m_ldg_rates, "bcast": m_bcast, "wrap": m_wrap, "scatter": m_scatter, "partition": m_partition, "stream": m_stream, "stg": m_stg, "stg_scatter": m_stg_scatter, "sts": m_sts, "issue": m_issue,

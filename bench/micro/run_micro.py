@@ -101,6 +101,25 @@ def run_cmd(cmd: list[str], timeout: float = 120) -> str:
     return r.stdout
 
 
+SMI_QUERY = ["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem", "--format=csv,noheader"]
+
+
+def run_meta(comp: dict, errors: list | None = None, **extra) -> dict:
+    """The `meta` block the microbenchmark runners write: command line, UTC date, host, the compile record
+    `comp`, `extra`, and nvidia-smi's card, driver and clocks. A failing nvidia-smi raises, or with `errors`
+    is noted there and left out."""
+    meta = {"command_line": " ".join(map(shlex.quote, [sys.executable] + sys.argv)),
+            "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": platform.node(), "compile": comp,
+            **extra}
+    try:
+        meta["nvidia_smi"] = run_cmd(SMI_QUERY).strip()
+    except Exception as e:  # noqa: BLE001
+        if errors is None:
+            raise
+        errors.append(f"nvidia-smi: {e!r}")
+    return meta
+
+
 def build_cubin(nvcc: str, src: str) -> dict:
     """`src` (a .cu beside this file) compiled for sm_90 into build/<name>.cubin, as the scripts here
     build their kernels: {"cubin": path, "command": the nvcc command line}."""

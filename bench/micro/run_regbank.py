@@ -22,7 +22,6 @@ import csv
 import io
 import json
 import os
-import platform
 import re
 import shlex
 import shutil
@@ -34,7 +33,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from run_memory import Bench as MemoryBench  # noqa: E402  (launches, CuPy module, SM count)
-from run_micro import cupy_missing, find_disasm, parse_sass, run_cmd  # noqa: E402
+from run_micro import cupy_missing, find_disasm, parse_sass, run_cmd, run_meta  # noqa: E402
 
 SRC = os.path.join(HERE, "regbank.cu")
 FMAS_PER_ITER = 64  # per warp per loop iteration, every kernel (regbank.cu)
@@ -196,18 +195,12 @@ def main() -> int:
             lp = loops.get(k, {})
             print(k, "regs", regs.get(k), "fmas", lp.get("fma_count"), "other", lp.get("other_count"))
         return 0 if all(loops.get(k, {}).get("fma_count") == FMAS_PER_ITER for k in KERNELS) else 1
-    R = {"meta": {"command_line": " ".join(map(shlex.quote, [sys.executable] + sys.argv)),
-                  "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": platform.node(),
-                  "compile": comp, "disassembler": dis,
-                  "method": "one CTA per SM; rate = CTA FMAs / (max end - min start) of its warps' clock64; median "
-                            "over SMs, median of reps; timed loop = 64 FMAs per warp per iteration + loop overhead "
-                            "(other_count instructions per iteration)"},
-         "registers": regs, "loops": loops, "rates": {}, "errors": []}
-    try:
-        R["meta"]["nvidia_smi"] = run_cmd(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm",
-                                           "--format=csv,noheader"]).strip()
-    except Exception as e:  # noqa: BLE001
-        R["errors"].append(f"nvidia-smi: {e!r}")
+    errors: list = []
+    R = {"meta": run_meta(comp, errors, disassembler=dis,
+                          method="one CTA per SM; rate = CTA FMAs / (max end - min start) of its warps' clock64; median "
+                                 "over SMs, median of reps; timed loop = 64 FMAs per warp per iteration + loop overhead "
+                                 "(other_count instructions per iteration)"),
+         "registers": regs, "loops": loops, "rates": {}, "errors": errors}
     b = Bench(comp["cubin"])
     plan = []
     for name in KERNELS:

@@ -504,7 +504,7 @@ class SM:
             return passed + self.smem_latency, False, start + self.mio_read
         if kind == CMEM:
             return now + self.const_latency, False, now + 2
-        start, passed = sp.lsu.access(now, max(1, w.glines[pos]), self.lsu_queues, kind != GLOAD)
+        start, passed = sp.lsu.access(now, max(1, w.glines[pos]), self.lsu_queues, self.queue_store[w.pcs[pos]])
         sectors = self.gpu.sectors(w.mem_rows[pos])
         if kind == GLOAD:
             done = self.l1.load(now, passed, sectors, readonly, w, self.static[w.pcs[pos]].warp_bytes)

@@ -559,7 +559,7 @@ def access(st, sm, sp, w, kind, pos, pc, now):
     if kind == CMEM:
         return now + c.const_latency, False, now + 2
     start, passed = M.queue_access(st, sp * 2 + M.LSU, sm * 2 + M.LSU, first + M.LSU, 2, c.n_sp, now,
-                                   max(1, st.glines[pos]), c.unified_stage, kind != GLOAD)
+                                   max(1, st.glines[pos]), c.unified_stage, st.qstore[pc])
     row = st.mem_rows[pos]
     lo, hi, base = st.sector_start[row], st.sector_start[row + 1], st.sector_base[row]
     if kind == GLOAD:

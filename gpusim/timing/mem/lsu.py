@@ -126,6 +126,13 @@ def shared_finish(now: float, mine: float, other: float, rate: float) -> float:
     return now + (2.0 * mine if other >= mine else mine + other) / rate
 
 
+def _left(ring: deque, now: float) -> deque:
+    """`ring` (leaving cycles, non-decreasing) without those that have left by `now`."""
+    while ring and ring[0] <= now:
+        ring.popleft()
+    return ring
+
+
 class AccessQueue:
     def __init__(self, depth: int, rate: float | None, stage: Stage, kind: int = MIO, data: DataStage | None = None,
                  store_depth: int | None = None):
@@ -142,15 +149,11 @@ class AccessQueue:
     def full_until(self, now: float, store: bool = False) -> float | None:
         """None if an instruction (a `store`) may enter at `now`, else the cycle the first one it
         waits for leaves: the queue's first, or its first store where the stores fill their slots."""
-        leaving = self.leaving
-        while leaving and leaving[0] <= now:
-            leaving.popleft()
+        leaving = _left(self.leaving, now)
         if len(leaving) >= self.depth:
             return leaving[0]
         if store and self.store_depth is not None:
-            stores = self.stores
-            while stores and stores[0] <= now:
-                stores.popleft()
+            stores = _left(self.stores, now)
             if len(stores) >= self.store_depth:
                 return stores[0]
         return None

@@ -225,6 +225,101 @@ STS_KERNEL(32, STS32)
 STS_KERNEL(64, STS64)
 STS_KERNEL(128, STS128)
 
+// ---- shared loads: rate by warps per SM (run_memory.py --only lds) ------------------------------------------
+// U independent shared loads per iteration at lane*stride + k*512, folded into 4 accumulators (LOP3: a
+// 32/64/128-bit load costs 1/2, 1, 2 ALU ops), the address XOR-flipped by `flip` every iteration (0 keeps it;
+// ptxas cannot hoist the loads). With stride = the access width every load is conflict-free: 1 / 2 / 4
+// wavefronts for 32 / 64 / 128 bits. How many wavefronts per cycle does one sub-partition pass (the
+// 0.5 of 32-way conflicting LDS, issue.lds_s128, or more), and does it depend on the access width?
+#define LDS32 { unsigned x; asm volatile("ld.shared.u32 %0, [%1+%2];" : "=r"(x) : "r"(a), "n"(K) : "memory"); acc[I & 3] ^= x; }
+#define LDS64 { unsigned x, y; asm volatile("ld.shared.v2.u32 {%0,%1}, [%2+%3];" : "=r"(x), "=r"(y) : "r"(a), "n"(K) \
+                                            : "memory"); acc[I & 3] ^= x ^ y; }
+#define LDS128 { unsigned x, y, z, u; asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4+%5];"                  \
+                                                  : "=r"(x), "=r"(y), "=r"(z), "=r"(u) : "r"(a), "n"(K) : "memory"); \
+                 acc[I & 3] ^= x ^ y ^ z ^ u; }
+#define LDS_KERNEL(NAME, PTX)                                                                            \
+    extern "C" __global__ void __launch_bounds__(1024) lds_##NAME(long long* out, unsigned* sink, int iters, \
+                                                                  int stride, unsigned flip) {           \
+        extern __shared__ __align__(16) char smem[];                                                     \
+        unsigned a = (unsigned)__cvta_generic_to_shared(smem) + (threadIdx.x & 31) * stride;              \
+        unsigned acc[4] = {0, 0, 0, 0};                                                                  \
+        long long t0 = 0;                                                                                \
+        _Pragma("unroll 1") for (int r = 0; r < 2; ++r) {                                                \
+            __syncthreads();                                                                             \
+            t0 = clk();                                                                                  \
+            _Pragma("unroll 1") for (int i = 0; i < iters; ++i) {                                        \
+                unroll<0, 512>([&]<int I, int K>() { PTX; });                                                   \
+                a ^= flip;                                                                               \
+            }                                                                                            \
+        }                                                                                                \
+        stamp(out, t0, clk());                                                                           \
+        keep(acc, sink);                                                                                 \
+    }
+LDS_KERNEL(32, LDS32)
+LDS_KERNEL(64, LDS64)
+LDS_KERNEL(128, LDS128)
+
+// issue_lds<bits>_w: ONE warp (every `every`-th) issues NW conflict-free 64/128-bit shared loads (2 / 4
+// wavefronts) back to back with the clock read after each: once its sub-partition's MIO queue is full, the
+// gaps say how many wavefronts per cycle one sub-partition passes for wide loads (32-way conflicting LDS.32:
+// 0.5, issue.lds_s128). chase_lds<bits>: one warp, a dependent chain of conflict-free loads (each lane's
+// next address in the word it loaded): cycles per load = the load-to-use latency of a 32/64/128-bit LDS.
+constexpr int NW = 32;
+#define ISSUE_WIDE_KERNEL(BITS, VEC, DECL, PTX, FOLD)                                                     \
+    extern "C" __global__ void issue_lds##BITS##_w(long long* out, unsigned* sink, int every) {           \
+        extern __shared__ __align__(16) char smem[];                                                     \
+        const int wid = threadIdx.x >> 5;                                                                \
+        if (wid % every) return;                                                                         \
+        unsigned a = (unsigned)__cvta_generic_to_shared(smem) + (threadIdx.x & 31) * (BITS / 8);         \
+        DECL;                                                                                            \
+        unsigned acc = 0;                                                                                \
+        long long t[NW + 1];                                                                             \
+        _Pragma("unroll 1") for (int r = 0; r < 2; ++r) {                                                \
+            __syncwarp();                                                                                \
+            t[0] = clk();                                                                                \
+            _Pragma("unroll") for (int k = 0; k < NW; ++k) {                                             \
+                PTX;                                                                                     \
+                t[k + 1] = clk();                                                                        \
+            }                                                                                            \
+            _Pragma("unroll") for (int k = 0; k < NW; ++k) acc ^= FOLD;                                  \
+        }                                                                                                \
+        if ((threadIdx.x & 31) == 0)                                                                     \
+            for (int k = 0; k <= NW; ++k) out[wid * (NW + 1) + k] = t[k];                                \
+        if (acc == 0x12345678u) sink[0] = acc;                                                           \
+    }
+ISSUE_WIDE_KERNEL(64, 2, uint2 x[NW],
+                  asm volatile("ld.shared.v2.u32 {%0,%1}, [%2];" : "=r"(x[k].x), "=r"(x[k].y) : "r"(a + k * 256) : "memory"),
+                  x[k].x ^ x[k].y)
+ISSUE_WIDE_KERNEL(128, 4, uint4 x[NW],
+                  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(x[k].x), "=r"(x[k].y), "=r"(x[k].z), "=r"(x[k].w)
+                               : "r"(a + k * 512) : "memory"),
+                  x[k].x ^ x[k].y ^ x[k].z ^ x[k].w)
+// the chain: smem word at byte offset o holds the offset of the lane's next element (set up by the kernel)
+#define CHASE_KERNEL(BITS, ...)                                                                          \
+    extern "C" __global__ void chase_lds##BITS(long long* out, unsigned* sink, int steps) {             \
+        extern __shared__ __align__(16) unsigned sm[];                                                   \
+        const int lane = threadIdx.x & 31;                                                               \
+        for (int i = lane; i < 8 * 32 * (BITS / 32); i += 32) sm[i] = 0;                                 \
+        __syncwarp();                                                                                    \
+        /* element e of lane l at byte (e * 32 + l) * BITS/8; its first word points at element e + 1 (mod 8) */ \
+        for (int e = 0; e < 8; ++e)                                                                      \
+            sm[(e * 32 + lane) * (BITS / 32)] = (((e + 1) & 7) * 32 + lane) * (BITS / 8);                \
+        __syncwarp();                                                                                    \
+        unsigned base = (unsigned)__cvta_generic_to_shared(sm), o = lane * (BITS / 8), y = 0;            \
+        long long t0 = 0, t1 = 0;                                                                        \
+        _Pragma("unroll 1") for (int r = 0; r < 2; ++r) {                                                \
+            t0 = clk();                                                                                  \
+            _Pragma("unroll 1") for (int i = 0; i < steps; ++i) { __VA_ARGS__; }                                 \
+            t1 = clk();                                                                                  \
+        }                                                                                                \
+        if (lane == 0) { out[0] = t0; out[1] = t1; }                                                     \
+        if ((o ^ y) == 0x12345678u) sink[0] = y;                                                         \
+    }
+CHASE_KERNEL(32, asm volatile("ld.shared.u32 %0, [%1];" : "=r"(o) : "r"(base + o) : "memory"))
+CHASE_KERNEL(64, { unsigned z; asm volatile("ld.shared.v2.u32 {%0,%1}, [%2];" : "=r"(o), "=r"(z) : "r"(base + o) : "memory"); y ^= z; })
+CHASE_KERNEL(128, { unsigned z, u, v; asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(o), "=r"(z), "=r"(u), "=r"(v)
+                                                   : "r"(base + o) : "memory"); y ^= z ^ u ^ v; })
+
 // ---- issue timestamps of one warp: when does the warp's next access have to wait? -------------------
 constexpr int NQ = 48;
 // Two passes of NQ accesses (`PTX`, using k), the clock read into t[0] before and t[k + 1] after each;
@@ -294,10 +389,14 @@ ISSUE_ST_KERNEL(stg, char* q = gbase + (threadIdx.x & 31) * stride, ISSUE_ST_STG
 // gbase + lane*ldg_stride + k*4096, the same lines every iteration: L1 hits) if bit w of `ldg` is set,
 // else the shared loads of the sts kernels' pattern (ld.shared.u32 at lane*lds_stride + k*128, XOR-flipped
 // by `flip` bytes every iteration so that ptxas cannot hoist them). Each warp stamps its own start and end.
-extern "C" __global__ void __launch_bounds__(1024) mix_lds_ldg(const char* gbase, unsigned* sink, long long* out,
-                                                                int lds_iters, int ldg_iters, int lds_stride,
-                                                                int ldg_stride, unsigned ldg, unsigned active,
-                                                                unsigned flip, unsigned long long gflip) {
+// mix_lds<bits>_ldg (64, 128): the same with conflict-free ld.shared.v2/v4 at lane*bits/8 + k*512 (2 / 4
+// wavefronts each, by width rather than by conflicts): does a wide shared load cost what as many
+// conflicting wavefronts cost beside the global lines? mix_lds<bits>_ldgmiss: the global loads walk
+// forward instead (warp w's iteration i at gbase + (w * ldg_iters + i) * 64 KiB): every line is new to L1
+// (L2 hits after the first SM): do L1 misses cost the data stage what hits cost?
+template <int V, bool MISS = false>
+DEVI void mix_body(const char* gbase, unsigned* sink, long long* out, int lds_iters, int ldg_iters, int lds_stride,
+                   int ldg_stride, unsigned ldg, unsigned active, unsigned flip, unsigned long long gflip) {
     extern __shared__ __align__(16) char smem[];
     int wid = threadIdx.x >> 5;
     bool run = (active >> (wid & 31)) & 1u, global = (ldg >> (wid & 31)) & 1u;
@@ -307,18 +406,31 @@ extern "C" __global__ void __launch_bounds__(1024) mix_lds_ldg(const char* gbase
     long long t0 = 0, t1 = 0;
     _Pragma("unroll 1") for (int rep = 0; rep < 2; ++rep) {
         __syncthreads();
+        if constexpr (MISS) p = gbase + (threadIdx.x & 31) * ldg_stride + (long long)(wid * ldg_iters) * 65536;
         t0 = clk();
         if (run && global) {
             _Pragma("unroll 1") for (int i = 0; i < ldg_iters; ++i) {
                 unroll<0, 4096>([&]<int I, int OFF>() { LD32("ca"); });
-                p = (const char*)((unsigned long long)p ^ gflip);
+                if constexpr (MISS) p += 65536;
+                else p = (const char*)((unsigned long long)p ^ gflip);
             }
         } else if (run) {
             _Pragma("unroll 1") for (int i = 0; i < lds_iters; ++i) {
-                unroll<0, 128>([&]<int I, int K>() {
-                    unsigned v;
-                    asm volatile("ld.shared.u32 %0, [%1+%2];" : "=r"(v) : "r"(a), "n"(K) : "memory");
-                    acc[I & 3] ^= v;
+                unroll<0, 128 * V>([&]<int I, int K>() {
+                    if constexpr (V == 1) {
+                        unsigned v;
+                        asm volatile("ld.shared.u32 %0, [%1+%2];" : "=r"(v) : "r"(a), "n"(K) : "memory");
+                        acc[I & 3] ^= v;
+                    } else if constexpr (V == 2) {
+                        unsigned v, w;
+                        asm volatile("ld.shared.v2.u32 {%0,%1}, [%2+%3];" : "=r"(v), "=r"(w) : "r"(a), "n"(K) : "memory");
+                        acc[I & 3] ^= v ^ w;
+                    } else {
+                        unsigned v, w, x, y;
+                        asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4+%5];" : "=r"(v), "=r"(w), "=r"(x), "=r"(y)
+                                     : "r"(a), "n"(K) : "memory");
+                        acc[I & 3] ^= v ^ w ^ x ^ y;
+                    }
                 });
                 a ^= flip;
             }
@@ -328,6 +440,18 @@ extern "C" __global__ void __launch_bounds__(1024) mix_lds_ldg(const char* gbase
     stamp(out, t0, t1);
     keep(acc, sink);
 }
+#define MIX_KERNEL(NAME, ...)                                                                                 \
+    extern "C" __global__ void __launch_bounds__(1024) NAME(const char* gbase, unsigned* sink, long long* out, \
+                                                             int lds_iters, int ldg_iters, int lds_stride,     \
+                                                             int ldg_stride, unsigned ldg, unsigned active,    \
+                                                             unsigned flip, unsigned long long gflip) {        \
+        mix_body<__VA_ARGS__>(gbase, sink, out, lds_iters, ldg_iters, lds_stride, ldg_stride, ldg, active, flip, gflip); \
+    }
+MIX_KERNEL(mix_lds_ldg, 1)
+MIX_KERNEL(mix_lds64_ldg, 2)
+MIX_KERNEL(mix_lds128_ldg, 4)
+MIX_KERNEL(mix_lds_ldgmiss, 1, true)
+MIX_KERNEL(mix_lds128_ldgmiss, 4, true)
 
 // ---- L2 state: read a buffer twice, write a buffer once ------------------------------------------------
 extern "C" __global__ void read_twice(const float4* __restrict__ src, float* sink, long long n4) {
@@ -426,3 +550,77 @@ extern "C" __global__ void tp_order(const float* in, float* out, long long* stam
 extern "C" __global__ void tps_order(const float* in, float* out, long long* stamps, int m) {
     transpose_order<false>(in, out, stamps, m);
 }
+
+// ---- when does an access read its registers? (run_memory.py --only war) ----------------------------------
+// gpusim reads an access's address (and a store's data) as the access starts to pass its SM-wide stage, so
+// a later instruction overwriting that register (a write-after-read on the access's read barrier) waits
+// for every access queued in front of it. DGEMM loops do this (IMAD.WIDE R24 ... LDG [R24]; LDS.128 R24:
+// the LDS waits for the LDG's read barrier). One warp (or every `every`-th warp) issues FILL accesses
+// with immediate offsets from one base (no register reuse), then the probe access whose address (or
+// data) register the next instruction overwrites in place, then reads the clock: t[1] - t[0] is the
+// FILL accesses' issue, t[2] - t[1] the probe's issue plus the overwrite's wait for the probe's read.
+// Second of two passes kept. Kinds: ldg (probe LDG, address overwritten), stg (probe STG, data
+// overwritten), lds (probe LDS, address), sts (probe STS, data); FILL accesses are of the probe's kind
+// (global: ld.global.ca / st.global; `cg` fill: ld.global.cg, L2 only), `stride` bytes between lanes.
+template <int FILL, int KIND>
+DEVI void war_body(char* gbase, long long* out, unsigned* sink, int stride, int every, long long step) {
+    extern __shared__ __align__(16) char smem[];
+    const int wid = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (wid % every) return;
+    char* p = gbase + lane * stride;
+    char* q = gbase + (1 << 19) + lane * stride;
+    unsigned a = (unsigned)__cvta_generic_to_shared(smem) + lane * stride;
+    unsigned b = a + 8192u;
+    const unsigned slot = (unsigned)__cvta_generic_to_shared(smem) + 12288u + lane * 8u;
+    if constexpr (KIND <= 1) *(char**)(smem + 12288 + lane * 8) = q;  // the probe's pointer, re-read each pass
+    __syncwarp();
+    unsigned x[FILL + 1], y = 0, v = threadIdx.x * 7u + sink[lane], acc = 0;
+    long long t[3];
+#pragma unroll 1
+    for (int r = 0; r < 2; ++r) {
+        __syncwarp();
+        t[0] = clk();
+#pragma unroll
+        for (int k = 0; k < FILL; ++k) {
+            if constexpr (KIND == 0) asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(x[k]) : "l"(p + k * 128) : "memory");
+            if constexpr (KIND == 1) asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(x[k]) : "l"(p + k * 128) : "memory");
+            if constexpr (KIND == 2) { asm volatile("st.global.u32 [%0], %1;" ::"l"(p + k * 128), "r"(v + k) : "memory"); x[k] = 0; }
+            if constexpr (KIND == 3) asm volatile("ld.shared.u32 %0, [%1];" : "=r"(x[k]) : "r"(a + k * 128) : "memory");
+            if constexpr (KIND == 4) { asm volatile("st.shared.u32 [%0], %1;" ::"r"(a + k * 128), "r"(v + k) : "memory"); x[k] = 0; }
+        }
+        t[1] = clk();
+        if constexpr (KIND <= 1) {  // probe LDG; its address pair overwritten in place
+            asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(y) : "l"(q) : "memory");
+            asm volatile("ld.shared.u64 %0, [%1];" : "=l"(q) : "r"(slot) : "memory");  // the same pointer, from shared
+        } else if constexpr (KIND == 2) {  // probe STG; its data register overwritten in place
+            asm volatile("st.global.u32 [%0], %1;" ::"l"(q), "r"(v) : "memory");
+            asm volatile("add.u32 %0, %0, %1;" : "+r"(v) : "r"((unsigned)step));
+        } else if constexpr (KIND == 3) {  // probe LDS; its address overwritten
+            asm volatile("ld.shared.u32 %0, [%1];" : "=r"(y) : "r"(b) : "memory");
+            asm volatile("add.u32 %0, %0, %1;" : "+r"(b) : "r"((unsigned)step));
+        } else {  // probe STS; its data overwritten
+            asm volatile("st.shared.u32 [%0], %1;" ::"r"(b), "r"(v) : "memory");
+            asm volatile("add.u32 %0, %0, %1;" : "+r"(v) : "r"((unsigned)step));
+        }
+        t[2] = clk();
+        acc ^= y;
+#pragma unroll
+        for (int k = 0; k < FILL; ++k) acc ^= x[k];
+    }
+    acc ^= v ^ b ^ (unsigned)(long long)q;
+    if (lane == 0)
+        for (int k = 0; k < 3; ++k) out[wid * 3 + k] = t[k];
+    if (acc == 0x12345678u) sink[0] = acc;
+}
+#define WAR_KERNEL(NAME, KIND, FILL)                                                                          \
+    extern "C" __global__ void war_##NAME##_f##FILL(char* g, long long* out, unsigned* sink, int stride,       \
+                                                   int every, long long step) {                               \
+        war_body<FILL, KIND>(g, out, sink, stride, every, step);                                              \
+    }
+#define WAR_KERNELS(NAME, KIND) WAR_KERNEL(NAME, KIND, 0) WAR_KERNEL(NAME, KIND, 4) WAR_KERNEL(NAME, KIND, 8) \
+    WAR_KERNEL(NAME, KIND, 16) WAR_KERNEL(NAME, KIND, 24) WAR_KERNEL(NAME, KIND, 32)
+WAR_KERNELS(ldg, 0)
+WAR_KERNELS(ldgcg, 1)
+WAR_KERNELS(stg, 2)
+WAR_KERNELS(lds, 3)
+WAR_KERNELS(sts, 4)

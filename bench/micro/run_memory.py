@@ -31,6 +31,7 @@ from run_micro import cupy_missing, run_cmd, run_meta  # noqa: E402  (the ALU/la
 SRC = os.path.join(HERE, "memory.cu")
 U = 16  # accesses per loop iteration (memory.cu)
 NQ = 48  # accesses of the issue-timestamp kernels
+NW = 32  # wide shared loads of issue_lds<bits>_w
 SMS = None  # set from the device
 
 NCU_METRICS = [
@@ -277,6 +278,48 @@ def m_sts(b: Bench) -> dict:
     return res
 
 
+def m_lds(b: Bench) -> dict:
+    """Conflict-free shared loads (lds_<bits>, stride = the access width: 1 / 2 / 4 wavefronts) by warps
+    per SM, one CTA per SM: with 1, 2 and 4 warps each on its own sub-partition (warp id mod 4), 8 and 16
+    two and four per sub-partition. wavefronts per cycle = rate x wavefronts per load."""
+    cp, np = b.cp, b.np
+    sink = cp.zeros(1 << 16, dtype=cp.uint32)
+    iters = 256
+    res = {"method": f"lds_<bits>: {U} independent shared loads per iteration at lane*stride + k*512 (stride = "
+                     f"bits/8: conflict-free), folded by LOP3 into 4 accumulators; {iters} iterations timed after one "
+                     "untimed pass; 1 CTA per SM; rate = warp loads / SM cycle", "by_warps": {}}
+    for bits in (32, 64, 128):
+        for w in (1, 2, 4, 8, 16, 32):
+            r = rate_case(b, f"lds_{bits}", w, lambda out: (out, sink, np.int32(iters), np.int32(bits // 8),
+                                                            np.uint32(0)), iters * U, shared=24 * 1024)
+            r["wavefronts_per_sm_cycle"] = round(r["warp_inst_per_sm_cycle"] * (bits // 32), 4)
+            res["by_warps"][f"lds{bits}_w{w}"] = r
+    # one sub-partition alone: issue_lds<bits>_w (warp 0, or warps 0 and 4 of 8), gaps after each load
+    res["issue"] = {}
+    for bits in (64, 128):
+        for label, block, every in (("w1", 32, 1), ("sp2", 256, 4)):
+            out = cp.zeros((block // 32) * (NW + 1), dtype=cp.int64)
+            runs = []
+            for _ in range(3):
+                b.launch(f"issue_lds{bits}_w", 1, block, (out, sink, np.int32(every)), shared=32 * 1024)
+                b.sync()
+                t = out.get().reshape(block // 32, NW + 1)
+                runs.append({int(w): [int(t[w, i + 1] - t[w, i]) for i in range(NW)] for w in range(0, block // 32, every)})
+            res["issue"][f"lds{bits}_{label}"] = {"gaps": runs[-1], "all_runs": runs}
+    # load-to-use latency: one warp's dependent chain (chase_lds<bits>), 4096 steps
+    res["chase"] = {}
+    for bits in (32, 64, 128):
+        out = cp.zeros(2, dtype=cp.int64)
+        vals = []
+        for _ in range(3):
+            b.launch(f"chase_lds{bits}", 1, 32, (out, sink, np.int32(4096)), shared=32 * 1024)
+            b.sync()
+            o = out.get()
+            vals.append(round(float(o[1] - o[0]) / 4096, 2))
+        res["chase"][f"lds{bits}"] = {"cycles_per_load": vals}
+    return res
+
+
 def m_issue(b: Bench) -> dict:
     """Warps issue 48 accesses back to back with a clock read after each: the gaps show when a
     warp's next access waits (a queue full), and how fast the queue then drains. `w1`: one warp;
@@ -355,6 +398,41 @@ def m_issue_st(b: Bench) -> dict:
     return res
 
 
+WAR_FILLS = (0, 4, 8, 16, 24, 32)
+
+
+def m_war(b: Bench) -> dict:
+    """When does an access read its registers (memory.cu war_*)? One warp (`w1`), or warps 0 and 4 of an
+    8-warp CTA (`sp2`, one sub-partition), issues FILL accesses of one kind (immediate offsets from one
+    base), then a probe access of the same kind whose address (LDG, LDS) or data (STG, STS) register the
+    next instruction overwrites (LDG: an LDS.64 reloads the pointer; the others: an in-place add), then
+    reads the clock. `fill` = t1 - t0 (the FILL accesses' issue), `probe` = t2 - t1 (the probe's issue and
+    the overwrite's wait for the probe's register read). If registers are read only as an access starts to
+    pass the SM's stage (gpusim), `probe` grows with the accesses queued in front; if at queue entry, not."""
+    cp, np = b.cp, b.np
+    res = {"method": "war_<kind>_f<FILL>: FILL accesses, CS2R, probe access + overwrite of its register, CS2R; "
+                     "second of two passes; three launches", "cases": {}}
+    g = cp.zeros(1 << 20, dtype=cp.uint8)
+    sink = cp.zeros(64, dtype=cp.uint32)
+    for label, block, every in (("w1", 32, 1), ("sp2", 256, 4)):
+        for kind, strides in (("ldg", (4, 128)), ("ldgcg", (128,)), ("stg", (4, 128)), ("lds", (4, 128)),
+                              ("sts", (4, 128))):
+            for stride in strides:
+                for fill in WAR_FILLS:
+                    out = cp.zeros((block // 32) * 3, dtype=cp.int64)
+                    runs = []
+                    for _ in range(3):
+                        b.launch(f"war_{kind}_f{fill}", 1, block, (g, out, sink, np.int32(stride), np.int32(every),
+                                                                  np.int64(0)), shared=16 * 1024)
+                        b.sync()
+                        t = out.get().reshape(block // 32, 3)
+                        runs.append({int(w): {"fill": int(t[w, 1] - t[w, 0]), "probe": int(t[w, 2] - t[w, 1])}
+                                     for w in range(0, block // 32, every)})
+                    res["cases"][f"{kind}_s{stride}_f{fill}_{label}"] = {"runs": runs, "stride_bytes": stride,
+                                                                          "fill": fill}
+    return res
+
+
 def m_st_order(b: Bench) -> dict:
     """st_order (memory.cu): 16 MiB of st_stride k = 64 stores (4096 CTAs of 8 warps, 8 per SM, or 2 with
     100 KiB of shared memory each), a clock after each store; `tp_naive`: tp_order, transpose_naive's loads
@@ -411,11 +489,14 @@ MIX_CASES = (  # name: (active warps, warps doing LDG) as bit masks over warp id
     ("mix16_16_by_sp", 0xFFFFFFFF, 0xCCCCCCCC))  # LDS on sub-partitions 0-1, LDG on 2-3
 
 
-def _mix_spans(b: Bench, cases, lds_iters: int, ldg_iters: int, lds_stride: int, ldg_stride: int) -> dict:
-    """mix_lds_ldg for each (name, active, ldg) of `cases`: spans and units per cycle (see m_mix)."""
+def _mix_spans(b: Bench, cases, lds_iters: int, ldg_iters: int, lds_stride: int, ldg_stride: int,
+               kernel: str = "mix_lds_ldg", wavefronts: int | None = None) -> dict:
+    """`kernel` (mix_lds_ldg, or mix_lds64_ldg / mix_lds128_ldg with `wavefronts` 2 / 4) for each (name,
+    active, ldg) of `cases`: spans and units per cycle (see m_mix)."""
     cp, np = b.cp, b.np
     lines = min(32, max(1, 32 * ldg_stride // 128))  # lines one LDG touches
-    wavefronts = min(32, max(1, lds_stride // 4))  # wavefronts one LDS takes (stride 4: none conflict)
+    if wavefronts is None:
+        wavefronts = min(32, max(1, lds_stride // 4))  # wavefronts one LDS.32 takes (stride 4: none conflict)
     units_lds, units_ldg = lds_iters * U * wavefronts, ldg_iters * U * lines
     buf = cp.zeros(64 << 20, dtype=cp.uint8)
     sink = cp.zeros(1 << 16, dtype=cp.uint32)
@@ -425,7 +506,7 @@ def _mix_spans(b: Bench, cases, lds_iters: int, ldg_iters: int, lds_stride: int,
         out = cp.zeros(ctas * warps * 2, dtype=cp.int64)
         reps = []
         for _ in range(3):
-            b.launch("mix_lds_ldg", ctas, 32 * warps,
+            b.launch(kernel, ctas, 32 * warps,
                      (buf, sink, out, np.int32(lds_iters), np.int32(ldg_iters), np.int32(lds_stride),
                       np.int32(ldg_stride), np.uint32(ldg), np.uint32(active), np.uint32(8192), np.uint64(0)),
                      shared=24 * 1024)
@@ -485,6 +566,25 @@ def m_mix2(b: Bench) -> dict:
         res["points"][f"ldg{lines}l_lds1w"] = _mix_spans(b, MIX2_CASES, 1024, 1024 // lines, 4, 4 * lines)
     res["points"]["ldg32l_lds32w"] = _mix_spans(b, MIX2_CASES, 32, 32, 128, 128)
     res["points"]["ldg2l_lds32w"] = _mix_spans(b, MIX2_CASES, 32, 512, 128, 8)
+    return res
+
+
+def m_mix3(b: Bench) -> dict:
+    """Wide shared loads beside global lines: conflict-free LDS.64 / LDS.128 (2 / 4 wavefronts by width,
+    mix_lds64_ldg / mix_lds128_ldg) beside 32-line and 2-line LDG, and for comparison LDS.32 with 4-way
+    conflicts (4 wavefronts by conflicts) beside 32-line LDG; the cases of m_mix2, 16384 units per warp.
+    A DGEMM's LDS.128 operand loads run beside 32-line LDGs: does the mixing cost of mix2 (a small
+    access beside a large one pays 1 - small/large per unit) hold for wavefronts that come from width?"""
+    res = {"method": "as m_mix2; lds = conflict-free LDS.128 / LDS.64 (mix_lds128_ldg / mix_lds64_ldg, lane*16 / "
+                     "lane*8 + k*512 / k*256) or LDS.32 at lane*16 (4-way conflicts)", "points": {}}
+    res["points"]["ldg32l_lds128"] = _mix_spans(b, MIX2_CASES, 256, 32, 16, 128, "mix_lds128_ldg", 4)
+    res["points"]["ldg32l_lds64"] = _mix_spans(b, MIX2_CASES, 512, 32, 8, 128, "mix_lds64_ldg", 2)
+    res["points"]["ldg2l_lds128"] = _mix_spans(b, MIX2_CASES, 256, 512, 16, 8, "mix_lds128_ldg", 4)
+    res["points"]["ldg32l_lds4w"] = _mix_spans(b, MIX2_CASES, 256, 32, 16, 128)
+    # the global lines new to L1 (L1 misses, L2 hits): 8192 units per warp (32 MiB walked)
+    res["points"]["ldg32lmiss_lds1w"] = _mix_spans(b, MIX2_CASES, 512, 16, 4, 128, "mix_lds_ldgmiss", 1)
+    res["points"]["ldg32lmiss_lds128"] = _mix_spans(b, MIX2_CASES, 128, 16, 16, 128, "mix_lds128_ldgmiss", 4)
+    res["points"]["ldg2lmiss_lds128"] = _mix_spans(b, MIX2_CASES, 128, 256, 16, 8, "mix_lds128_ldgmiss", 4)
     return res
 
 
@@ -637,7 +737,7 @@ def main() -> int:
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--ncu-only", default="", help="with --ncu: 'wrap' profiles only the wrapped-load kernels")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
-    ap.add_argument("--only", default="", help="comma list: ldg,wrap,scatter,partition,stream,stg,stg_scatter,sts,issue,issue4,issue_st,st_order,mix,mix2,launch,bandwidth")
+    ap.add_argument("--only", default="", help="comma list: ldg,wrap,scatter,partition,stream,stg,stg_scatter,sts,lds,issue,issue4,issue_st,war,st_order,mix,mix2,mix3,launch,bandwidth")
     args = ap.parse_args()
     if args.ncu_child:
         ncu_child(args.ncu_child, args.ncu_only)
@@ -655,8 +755,8 @@ def main() -> int:
     R = {"meta": run_meta(comp, errors), "sass_counts": counts, "errors": errors}
     b = Bench(comp["cubin"])
     b.launch("empty", 1, 32, (b.np.uint64(0),))
-    groups = {"ldg": m_ldg_rates, "bcast": m_bcast, "wrap": m_wrap, "scatter": m_scatter, "partition": m_partition, "stream": m_stream, "stg": m_stg, "stg_scatter": m_stg_scatter, "sts": m_sts, "issue": m_issue,
-              "issue4": m_issue4, "issue_st": m_issue_st, "st_order": m_st_order, "mix": m_mix, "mix2": m_mix2,
+    groups = {"ldg": m_ldg_rates, "bcast": m_bcast, "wrap": m_wrap, "scatter": m_scatter, "partition": m_partition, "stream": m_stream, "stg": m_stg, "stg_scatter": m_stg_scatter, "sts": m_sts, "lds": m_lds, "issue": m_issue,
+              "issue4": m_issue4, "issue_st": m_issue_st, "war": m_war, "st_order": m_st_order, "mix": m_mix, "mix2": m_mix2, "mix3": m_mix3,
               "launch": m_launch, "bandwidth": m_bandwidth_events}
     only = {s for s in args.only.split(",") if s}
     for name, fn in groups.items():

@@ -422,3 +422,42 @@ def test_stores_that_leave_sectors_to_other_warps_get_a_note():
     assert noted("transpose_naive", 64) and noted("transpose_naive", 64, l2="warm")
     assert noted("transpose_naive", 512, mode="sampled")
     assert not noted("transpose_smem", 64) and not noted("sgemm_vec4", 128)
+
+
+# ---- when an access reads its registers (sm.access_registers_read_at) --------------------------------
+def _overwrite_wait(cfg, fill: int, engine: str, monkeypatch) -> float:
+    """One warp: `fill` LDGs touching 32 lines each (lanes 128 B apart), then a probe LDG whose address
+    register the next instruction overwrites (it waits on the probe's read barrier), as the H100's
+    war.ldg_s128_f<fill>_w1 (bench/micro/memory.cu war_ldg): the cycles that instruction waited."""
+    from timing_kit import program, trace
+
+    from gpusim.timing.gpu import GPU, simulate
+
+    monkeypatch.setattr(GPU, "engine", engine)
+    lines = [(f"LDG.E R{10 + i}, desc[UR4][R2.64]", {"stall": 4}) for i in range(fill)]
+    lines += [("LDG.E R8, desc[UR4][R4.64]", {"stall": 1, "rbar": 0, "wbar": 1}),
+              ("IADD3 R4, R4, 0x4, RZ", {"stall": 1, "wait": 1 << 0}), "EXIT"]
+    prog = program("sm_90", lines, registers=64)
+    import numpy as np
+    r = simulate(prog, trace(prog, 1, smem_addresses=np.arange(32) * 128), cfg, honour_control_codes=True)
+    overwrite = r.stalls_per_pc[fill + 1]
+    assert overwrite.text.startswith("IADD3")
+    return sum(v for k, v in overwrite.stalls.items() if k != "selected")
+
+
+@pytest.mark.parametrize("engine", ["objects", "compiled"])
+def test_an_access_reads_its_registers_at_issue_not_behind_the_queue(h100, engine, monkeypatch):
+    """war.ldg_s128_f{0,24}_w1 (memory12_h100.json): an instruction overwriting an LDG's address issues
+    12-14 cycles after it, with 24 32-line LDGs queued in front (~1,500 cycles of queue) as with none.
+    With `stage` (the rule before) it waits for the queue in front: the test fails without the rule."""
+    assert h100.sm.access_registers_read_at == "issue"
+    alone, queued = (_overwrite_wait(h100, f, engine, monkeypatch) for f in (0, 24))
+    assert alone <= h100.sm.lsu_register_read_cycles + 2
+    assert queued <= h100.sm.lsu_register_read_cycles + 2
+    behind = _overwrite_wait(apply_overrides(h100, {"sm.access_registers_read_at": "stage"}), 24, engine, monkeypatch)
+    assert behind > 1000
+
+
+def test_register_read_rule_must_be_issue_or_stage(h100):
+    with pytest.raises(GpusimError, match="access_registers_read_at"):
+        apply_overrides(h100, {"sm.access_registers_read_at": "queue"})

@@ -121,10 +121,15 @@ class SmConfig(_Model):
     """128-byte lines per cycle one sub-partition's LSU queue passes on (None: only the SM-wide
     `memory.l1.lines_per_cycle` limits)."""
     mio_register_read_cycles: float = Field(default=2.0, ge=0)
-    """Cycles after a shared-memory instruction starts to pass its queue at which its registers have
-    been read (its read scoreboard is released: a store's data, the address)."""
+    """Cycles after a shared-memory instruction starts to pass its queue (or issues: see
+    `access_registers_read_at`) at which its registers have been read (its read scoreboard is
+    released: a store's data, the address)."""
     lsu_register_read_cycles: float = Field(default=2.0, ge=0)
     """The same for global/local instructions."""
+    access_registers_read_at: Literal["issue", "stage"] = "stage"
+    """From when the `*_register_read_cycles` count: `issue` (the access reads its registers as it enters
+    its queue, whatever is queued in front of it) or `stage` (as it starts to pass the SM-wide stage
+    behind the queue: an overwrite of its address or data waits for every access in front)."""
     fp32_lanes_shared_per_sm: int | None = Field(default=None, ge=1)
     """Kepler: 192 FP32 lanes shared by the 4 schedulers (at most 6 FP32 warp-instructions per
     cycle per SM). None: each sub-partition owns its lanes."""

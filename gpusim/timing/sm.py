@@ -116,6 +116,7 @@ class SM:
         self.smem_latency = cfg.sm.shared_memory.latency_cycles
         self.mio_read = cfg.sm.mio_register_read_cycles
         self.lsu_read = cfg.sm.lsu_register_read_cycles
+        self.read_at_issue = cfg.sm.access_registers_read_at == "issue"
         self.const_latency = cfg.memory.constant_latency_cycles
         self.branch_latency = cfg.sm.scheduler.branch_latency_cycles
         # register reads beyond the ports (precompute.register_read_cycles) occupy the port, not the result
@@ -493,7 +494,8 @@ class SM:
     def _access(self, sp: SubPartition, w: Warp, kind: int, pos: int, readonly: bool,
                 now: float) -> tuple[float, bool, float]:
         """A memory access: (cycle its data is there, long scoreboard?, cycle its registers have been
-        read, before bank-conflict cycles). It passes its sub-partition's queue and the SM-wide stage
+        read, before bank-conflict cycles: `sm.access_registers_read_at` after issue or after it starts
+        to pass its stage). It passes its sub-partition's queue and the SM-wide stage
         behind it (mem/lsu.py): for shared memory the banks, wavefronts, then the shared latency; for
         global accesses the L1 tag stage, distinct lines, then L1/L2/DRAM (mem/l1.py, mem/l2.py), whose
         bandwidth is booked at the issue cycle. Constant loads: the constant latency."""
@@ -501,7 +503,7 @@ class SM:
             wf = w.wavef[pos]
             start, passed = sp.mio.access(now, max(wf, 1), self.mio_queues, self.queue_store[w.pcs[pos]])
             self.smem_wavefronts += wf
-            return passed + self.smem_latency, False, start + self.mio_read
+            return passed + self.smem_latency, False, (now if self.read_at_issue else start) + self.mio_read
         if kind == CMEM:
             return now + self.const_latency, False, now + 2
         start, passed = sp.lsu.access(now, max(1, w.glines[pos]), self.lsu_queues, self.queue_store[w.pcs[pos]])
@@ -511,7 +513,7 @@ class SM:
         else:
             done, accepted = self.l1.store(now, passed, sectors)
             sp.lsu.hold(accepted)
-        return done, True, start + self.lsu_read
+        return done, True, (now if self.read_at_issue else start) + self.lsu_read
 
     def _operands_ready(self, w: Warp, pc: int, t: float, now: float) -> tuple[float, int]:
         """When the warp's next instruction `pc`, which cannot issue before `t`, has its operands,

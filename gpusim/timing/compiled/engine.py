@@ -38,7 +38,7 @@ CONFIG = np.dtype([("control_mode", "?"), ("dual", "i8"), ("policy", "i8"), ("tw
                    ("smem_latency", "f8"), ("mio_read", "f8"), ("lsu_read", "f8"), ("const_latency", "f8"),
                    ("branch_latency", "f8"), ("watchdog", "f8"), ("quantum", "f8"), ("n_sp", "i8"),
                    ("warps_per_cta", "i8"), ("ctas_per_sm", "i8"), ("cta_launch_cycles", "f8"),
-                   ("unified_stage", "?"), ("read_ports", "?"),
+                   ("unified_stage", "?"), ("read_ports", "?"), ("read_at_issue", "?"),
                    # sampled mode (compiled/sampled.py): the SMs' own CTA queues, residences, stored rows
                    # and made-up loop iterations; the arrays' room one cycle step may need for those
                    ("sampled", "?"), ("sector_shift", "i8"), ("loop_branch", "i8"), ("room_records", "i8"),
@@ -164,7 +164,7 @@ def build(gpu, occ, ctas, arrays: dict, primed: int | None = None, sampled: dict
             cfg.sm.shared_memory.latency_cycles, cfg.sm.mio_register_read_cycles, cfg.sm.lsu_register_read_cycles,
             cfg.memory.constant_latency_cycles, sched.branch_latency_cycles, cfg.watchdog_cycles, SM.QUANTUM, n_sp,
             gpu.warps_per_cta, occ.ctas_per_sm, gpu.cta_launch_cycles, cfg.memory.l1.unified_data_stage,
-            cfg.sm.register_file.read_ports is not None, sampled is not None, gpu._sector_shift, -1 if gpu.trace.elision is None else gpu.trace.elision.branch,
+            cfg.sm.register_file.read_ports is not None, cfg.sm.access_registers_read_at == "issue", sampled is not None, gpu._sector_shift, -1 if gpu.trace.elision is None else gpu.trace.elision.branch,
             *room)
     # the memory path's parameters, derived as the object model derives them (and a warm L2 as it fills it)
     if sampled is None:

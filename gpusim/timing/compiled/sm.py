@@ -555,7 +555,7 @@ def access(st, sm, sp, w, kind, pos, pc, now):
         start, passed = M.queue_access(st, sp * 2 + M.MIO, sm * 2 + M.MIO, first + M.MIO, 2, c.n_sp, now, max(wf, 1),
                                        c.unified_stage, st.qstore[pc])
         st.sm[sm].smem_wavefronts += wf
-        return passed + c.smem_latency, False, start + c.mio_read
+        return passed + c.smem_latency, False, (now if c.read_at_issue else start) + c.mio_read
     if kind == CMEM:
         return now + c.const_latency, False, now + 2
     start, passed = M.queue_access(st, sp * 2 + M.LSU, sm * 2 + M.LSU, first + M.LSU, 2, c.n_sp, now,
@@ -569,7 +569,7 @@ def access(st, sm, sp, w, kind, pos, pc, now):
         M.queue_hold(st, sp * 2 + M.LSU, accepted)
         if c.sampled:  # (`MemorySystem.stored`: the sectors stores wrote)
             st.row_stored[row] = 1
-    return done, True, start + c.lsu_read
+    return done, True, (now if c.read_at_issue else start) + c.lsu_read
 
 
 @njit

@@ -13,8 +13,10 @@ cycle, and the sub-partitions with work queued share the stage equally: min(rate
 busy sub-partitions) each. Where it has none (older cards), instructions pass the stage in issue
 order. An instruction holds its place in the queue until it has passed; a warp whose instruction
 finds the queue full waits: Nsight Compute's mio_throttle / lg_throttle. The registers an access
-reads (a store's data, the address) are read as it starts to pass (the SM adds the configured
-`*_register_read_cycles`); until then its read scoreboard is held.
+reads (a store's data, the address) have been read `*_register_read_cycles` after it enters its queue
+(`sm.access_registers_read_at: issue`, the H100: an instruction overwriting an LDG's address waits
+12-14 cycles whether 24 32-line LDGs are queued in front or none, memory12_h100.json `war`) or after it
+starts to pass the stage (`stage`, the older cards' assumption); until then its read scoreboard is held.
 
 Measured on the H100 (bench/micro/run_memory.py, validation/h100/micro/memory*_h100.json; what first
 suggested the unified stage: naiveMatMatMul and sgemm_smem_padded issue the same LDS stream, but the

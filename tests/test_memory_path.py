@@ -461,3 +461,35 @@ def test_an_access_reads_its_registers_at_issue_not_behind_the_queue(h100, engin
 def test_register_read_rule_must_be_issue_or_stage(h100):
     with pytest.raises(GpusimError, match="access_registers_read_at"):
         apply_overrides(h100, {"sm.access_registers_read_at": "queue"})
+
+
+# ---- wide shared loads (sm.shared_memory.wide_load_extra_cycles) --------------------------------------
+def _chase_cycles(cfg, bits: int, n: int = 64) -> float:
+    """One warp, `n` dependent conflict-free shared loads of `bits` (each waits for the previous one's
+    data, as lds.chase's pointer chase): cycles per load."""
+    from timing_kit import program, trace
+
+    from gpusim.timing.gpu import simulate
+
+    suffix = {32: "", 64: ".64", 128: ".128"}[bits]
+    lines = [(f"LDS{suffix} R4, [R4]", {"stall": 1, "wbar": 0, "wait": 1 << 0}) for _ in range(n)] + ["EXIT"]
+    prog = program("sm_90", lines, registers=64)
+    import numpy as np
+    r = simulate(prog, trace(prog, 1, smem_addresses=np.arange(32) * (bits // 8)), cfg, honour_control_codes=True)
+    return (r.cycles - cfg.kernel_overhead_cycles) / n
+
+
+def test_wide_shared_loads_take_the_measured_extra_latency(h100):
+    """lds.chase (memory12_h100.json): a dependent chain of LDS.64 / LDS.128 takes 17 / 23 cycles per load
+    more than one of LDS.32 (47 / 53 against 30). Without wide_load_extra_cycles the model gives 2 / 6."""
+    base = _chase_cycles(h100, 32)
+    assert _chase_cycles(h100, 64) - base == pytest.approx(17, abs=1.5)
+    assert _chase_cycles(h100, 128) - base == pytest.approx(23, abs=1.5)
+    plain = apply_overrides(h100, {"sm.shared_memory.wide_load_extra_cycles": {}})
+    assert _chase_cycles(plain, 128) - _chase_cycles(plain, 32) < 10
+
+
+def test_wide_load_extra_cycles_are_checked(h100):
+    for bad in ({128: -1}, {96: 3}):
+        with pytest.raises(GpusimError, match="wide_load_extra_cycles"):
+            apply_overrides(h100, {"sm.shared_memory.wide_load_extra_cycles": bad})

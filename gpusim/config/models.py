@@ -82,6 +82,17 @@ class SharedMemoryConfig(_Model):
     latency_cycles: int = Field(ge=0)
     wavefronts_per_cycle: float = Field(gt=0)
     """Conflict-free passes (one bank access per bank) the SM serves per cycle."""
+    wide_load_extra_cycles: dict[Literal[64, 128], float] = {}
+    """Cycles a 64- / 128-bit shared load's (LDS.64 / LDS.128) data comes later than its wavefronts'
+    passage and `latency_cycles` give (none for 32-bit loads and for stores)."""
+
+    @field_validator("wide_load_extra_cycles")
+    @classmethod
+    def _non_negative(cls, extra: dict) -> dict:
+        bad = [bits for bits, c in extra.items() if c < 0]
+        if bad:
+            raise ValueError(f"cycles must be >= 0 (bits {bad[0]}: {extra[bad[0]]})")
+        return extra
 
 
 class SmConfig(_Model):

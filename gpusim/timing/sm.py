@@ -503,7 +503,8 @@ class SM:
             wf = w.wavef[pos]
             start, passed = sp.mio.access(now, max(wf, 1), self.mio_queues, self.queue_store[w.pcs[pos]])
             self.smem_wavefronts += wf
-            return passed + self.smem_latency, False, (now if self.read_at_issue else start) + self.mio_read
+            return passed + self.smem_latency + self.static[w.pcs[pos]].smem_extra, False, \
+                (now if self.read_at_issue else start) + self.mio_read
         if kind == CMEM:
             return now + self.const_latency, False, now + 2
         start, passed = sp.lsu.access(now, max(1, w.glines[pos]), self.lsu_queues, self.queue_store[w.pcs[pos]])

@@ -30,6 +30,7 @@ class StaticInfo:
     depbar: tuple | None  # (scoreboard, max outstanding) for DEPBAR.LE SBn, k
     readonly: bool  # a load through the read-only/texture path (LDG.CI, .CONSTANT, .NC): cached in L1
     warp_bytes: int = 0  # a global load's register data for a full warp: 32 lanes x access width
+    smem_extra: float = 0.0  # a wide shared load's extra latency (sm.shared_memory.wide_load_extra_cycles)
 
 
 def _ids(operands) -> tuple:
@@ -71,6 +72,7 @@ def _kind(ins) -> int:
 
 def static_info(program: Program, cfg) -> list[StaticInfo]:
     units = cfg.sm.units
+    wide = cfg.sm.shared_memory.wide_load_extra_cycles
     out = []
     for ins in program.instructions:
         unit = units[ins.unit]
@@ -89,7 +91,8 @@ def static_info(program: Program, cfg) -> list[StaticInfo]:
             write_barrier=c.write_barrier, read_barrier=c.read_barrier, dual=ins.dual_issue, depbar=depbar,
             readonly=any(m in ins.modifiers for m in ("CI", "CONSTANT", "NC")) or ins.opcode == "TLD"
             or (ins.opcode == "LDG" and program.arch == "sm_35"),  # GK110's LDG is the read-only data cache path
-            warp_bytes=32 * access_bits(ins.modifiers) // 8 if _kind(ins) == GLOAD else 0))
+            warp_bytes=32 * access_bits(ins.modifiers) // 8 if _kind(ins) == GLOAD else 0,
+            smem_extra=wide.get(access_bits(ins.modifiers), 0.0) if ins.opcode == "LDS" else 0.0))
     return out
 
 

@@ -87,7 +87,7 @@ State = namedtuple("State", [
     "pcs", "mem_rows", "regc", "wavef", "glines", "warp_begin", "warp_end", "warp_more", "sector_start",
     "sector_list", "sector_base",
     # per static instruction (static.IssueFacts)
-    "kind", "pipe", "occupancy", "latency", "stall", "wbar", "rbar", "writes", "readonly", "warp_bytes",
+    "kind", "pipe", "occupancy", "latency", "stall", "wbar", "rbar", "writes", "readonly", "warp_bytes", "smem_extra",
     "result_reason", "is_mem", "queue", "qstore", "busy_reason", "operand_wait", "wait_mask", "depbar_b", "depbar_k",
     "pairs", "second_ok", "deps_start", "deps_ids", "dsts_start", "dsts_ids",
     # per sub-partition, SM, warp slot
@@ -234,6 +234,7 @@ def build(gpu, occ, ctas, arrays: dict, primed: int | None = None, sampled: dict
         stall=col(4, np.float64), wbar=np.array([-1 if e[5] is None else e[5] for e in ex], dtype=np.int64),
         rbar=np.array([-1 if e[6] is None else e[6] for e in ex], dtype=np.int64), writes=col(7, np.bool_),
         readonly=col(8, np.bool_), warp_bytes=np.array([s.warp_bytes for s in static], dtype=np.int64),
+        smem_extra=np.array([s.smem_extra for s in static], dtype=np.float64),
         result_reason=col(10, np.int64), is_mem=col(11, np.bool_),
         queue=np.array([a[1] for a in facts.attempt], dtype=np.int64), qstore=np.array(queue_stores(static), dtype=np.bool_),
         busy_reason=np.array([a[2] for a in facts.attempt], dtype=np.int64),
@@ -344,6 +345,7 @@ def _as_state(owned):
     st.writes = _borrowed(owned.writes)
     st.readonly = _borrowed(owned.readonly)
     st.warp_bytes = _borrowed(owned.warp_bytes)
+    st.smem_extra = _borrowed(owned.smem_extra)
     st.result_reason = _borrowed(owned.result_reason)
     st.is_mem = _borrowed(owned.is_mem)
     st.queue = _borrowed(owned.queue)

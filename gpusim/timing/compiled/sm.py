@@ -555,7 +555,7 @@ def access(st, sm, sp, w, kind, pos, pc, now):
         start, passed = M.queue_access(st, sp * 2 + M.MIO, sm * 2 + M.MIO, first + M.MIO, 2, c.n_sp, now, max(wf, 1),
                                        c.unified_stage, st.qstore[pc])
         st.sm[sm].smem_wavefronts += wf
-        return passed + c.smem_latency, False, (now if c.read_at_issue else start) + c.mio_read
+        return passed + c.smem_latency + st.smem_extra[pc], False, (now if c.read_at_issue else start) + c.mio_read
     if kind == CMEM:
         return now + c.const_latency, False, now + 2
     start, passed = M.queue_access(st, sp * 2 + M.LSU, sm * 2 + M.LSU, first + M.LSU, 2, c.n_sp, now,

@@ -295,16 +295,21 @@ ISSUE_WIDE_KERNEL(128, 4, uint4 x[NW],
                                : "r"(a + k * 512) : "memory"),
                   x[k].x ^ x[k].y ^ x[k].z ^ x[k].w)
 // the chain: smem word at byte offset o holds the offset of the lane's next element (set up by the kernel)
-#define CHASE_KERNEL(BITS, ...)                                                                          \
-    extern "C" __global__ void chase_lds##BITS(long long* out, unsigned* sink, int steps) {             \
+// chase1_lds<bits>: the same chain run by lane 0 alone (the others return first): does the latency
+// depend on how many lanes the load serves (`micro`'s one-thread LDS.32 chase: 23 cycles)?
+#define CHASE_KERNEL(BITS, ...) CHASE_KERNEL_(chase_lds##BITS, BITS, 32, __VA_ARGS__)                    \
+                                CHASE_KERNEL_(chase1_lds##BITS, BITS, 1, __VA_ARGS__)
+#define CHASE_KERNEL_(NAME, BITS, LANES, ...)                                                            \
+    extern "C" __global__ void NAME(long long* out, unsigned* sink, int steps) {                         \
         extern __shared__ __align__(16) unsigned sm[];                                                   \
         const int lane = threadIdx.x & 31;                                                               \
         for (int i = lane; i < 8 * 32 * (BITS / 32); i += 32) sm[i] = 0;                                 \
         __syncwarp();                                                                                    \
+        if (LANES < 32 && lane >= LANES) return;                                                         \
         /* element e of lane l at byte (e * 32 + l) * BITS/8; its first word points at element e + 1 (mod 8) */ \
         for (int e = 0; e < 8; ++e)                                                                      \
             sm[(e * 32 + lane) * (BITS / 32)] = (((e + 1) & 7) * 32 + lane) * (BITS / 8);                \
-        __syncwarp();                                                                                    \
+        __syncwarp(LANES < 32 ? 1u : 0xffffffffu);                                                       \
         unsigned base = (unsigned)__cvta_generic_to_shared(sm), o = lane * (BITS / 8), y = 0;            \
         long long t0 = 0, t1 = 0;                                                                        \
         _Pragma("unroll 1") for (int r = 0; r < 2; ++r) {                                                \

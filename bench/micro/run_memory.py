@@ -307,16 +307,18 @@ def m_lds(b: Bench) -> dict:
                 runs.append({int(w): [int(t[w, i + 1] - t[w, i]) for i in range(NW)] for w in range(0, block // 32, every)})
             res["issue"][f"lds{bits}_{label}"] = {"gaps": runs[-1], "all_runs": runs}
     # load-to-use latency: one warp's dependent chain (chase_lds<bits>), 4096 steps
+    # (chase1_lds<bits>: the same chain run by lane 0 alone)
     res["chase"] = {}
-    for bits in (32, 64, 128):
-        out = cp.zeros(2, dtype=cp.int64)
-        vals = []
-        for _ in range(3):
-            b.launch(f"chase_lds{bits}", 1, 32, (out, sink, np.int32(4096)), shared=32 * 1024)
-            b.sync()
-            o = out.get()
-            vals.append(round(float(o[1] - o[0]) / 4096, 2))
-        res["chase"][f"lds{bits}"] = {"cycles_per_load": vals}
+    for kernel, label in (("chase_lds", "lds"), ("chase1_lds", "lane1_lds")):
+        for bits in (32, 64, 128):
+            out = cp.zeros(2, dtype=cp.int64)
+            vals = []
+            for _ in range(3):
+                b.launch(f"{kernel}{bits}", 1, 32, (out, sink, np.int32(4096)), shared=32 * 1024)
+                b.sync()
+                o = out.get()
+                vals.append(round(float(o[1] - o[0]) / 4096, 2))
+            res["chase"][f"{label}{bits}"] = {"cycles_per_load": vals}
     return res
 
 

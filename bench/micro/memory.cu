@@ -361,6 +361,39 @@ ISSUE_KERNEL(lds, unsigned a = (unsigned)__cvta_generic_to_shared(smem) + (threa
 ISSUE_KERNEL(sts, unsigned a = (unsigned)__cvta_generic_to_shared(smem) + (threadIdx.x & 31) * stride, ISSUE_STS)
 ISSUE_KERNEL(ldg, const char* p = gbase + (threadIdx.x & 31) * stride, ISSUE_LDG)
 ISSUE_KERNEL(stg, char* q = (char*)gbase + (threadIdx.x & 31) * stride, ISSUE_STG)
+// issue_xq_<first>_<then>: the first 32 accesses of one kind at lane * `stride` (128: 32-line LDG or 32-way
+// conflicting LDS), then 16 of the other kind, conflict-free / one line (lane * 4): does the second kind's
+// issue wait for the first kind's queue (one queue per sub-partition for both) or not (one per kind)?
+#define ISSUE_XQ ((k < 32) == LDG_FIRST ? 1 : 0)
+#define ISSUE_XQ_PTX                                                                                     \
+    if (k < 32) {                                                                                        \
+        if (LDG_FIRST) asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(x[k]) : "l"(p + k * 128) : "memory"); \
+        else asm volatile("ld.shared.u32 %0, [%1];" : "=r"(x[k]) : "r"(a + k * 128) : "memory");       \
+    } else {                                                                                             \
+        if (LDG_FIRST) asm volatile("ld.shared.u32 %0, [%1];" : "=r"(x[k]) : "r"(a1 + k * 128) : "memory"); \
+        else asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(x[k]) : "l"(p1 + k * 128) : "memory");  \
+    }
+#define ISSUE_XQ_KERNEL(NAME, FIRST)                                                                     \
+    extern "C" __global__ void issue_xq_##NAME(const char* gbase, long long* out, unsigned* sink, int stride, \
+                                               int every) {                                              \
+        extern __shared__ __align__(16) char smem[];                                                     \
+        constexpr bool LDG_FIRST = FIRST;                                                                \
+        int wid = threadIdx.x >> 5;                                                                      \
+        if (wid % every) return;                                                                         \
+        const unsigned lane = threadIdx.x & 31;                                                          \
+        const unsigned a = (unsigned)__cvta_generic_to_shared(smem) + lane * stride;                     \
+        const unsigned a1 = (unsigned)__cvta_generic_to_shared(smem) + lane * 4;                         \
+        const char* p = gbase + lane * stride;                                                           \
+        const char* p1 = gbase + (1 << 19) + lane * 4;                                                   \
+        unsigned acc = 0, x[NQ];                                                                         \
+        long long t[NQ + 1];                                                                             \
+        STAMPED_PASSES(ISSUE_XQ_PTX, _Pragma("unroll") for (int k = 0; k < NQ; ++k) acc ^= x[k]);        \
+        if ((threadIdx.x & 31) == 0)                                                                     \
+            for (int k = 0; k <= NQ; ++k) out[wid * (NQ + 1) + k] = t[k];                                \
+        if (acc == 0x12345678u) sink[0] = acc;                                                           \
+    }
+ISSUE_XQ_KERNEL(ldg_lds, true)
+ISSUE_XQ_KERNEL(lds_ldg, false)
 
 // ---- issue timestamps of stores whose data registers stay live to the end (run_memory.py --only issue_st):
 // issue_stg / issue_sts above reuse a register the previous store still reads for the next clock, so their
@@ -399,7 +432,7 @@ ISSUE_ST_KERNEL(stg, char* q = gbase + (threadIdx.x & 31) * stride, ISSUE_ST_STG
 // conflicting wavefronts cost beside the global lines? mix_lds<bits>_ldgmiss: the global loads walk
 // forward instead (warp w's iteration i at gbase + (w * ldg_iters + i) * 64 KiB): every line is new to L1
 // (L2 hits after the first SM): do L1 misses cost the data stage what hits cost?
-template <int V, bool MISS = false>
+template <int V, bool MISS = false, bool PLAIN = false>
 DEVI void mix_body(const char* gbase, unsigned* sink, long long* out, int lds_iters, int ldg_iters, int lds_stride,
                    int ldg_stride, unsigned ldg, unsigned active, unsigned flip, unsigned long long gflip) {
     extern __shared__ __align__(16) char smem[];
@@ -415,7 +448,8 @@ DEVI void mix_body(const char* gbase, unsigned* sink, long long* out, int lds_it
         t0 = clk();
         if (run && global) {
             _Pragma("unroll 1") for (int i = 0; i < ldg_iters; ++i) {
-                unroll<0, 4096>([&]<int I, int OFF>() { LD32("ca"); });
+                if constexpr (PLAIN) unroll<0, 4096>([&]<int I, int OFF>() { LDP32; });
+                else unroll<0, 4096>([&]<int I, int OFF>() { LD32("ca"); });
                 if constexpr (MISS) p += 65536;
                 else p = (const char*)((unsigned long long)p ^ gflip);
             }
@@ -457,6 +491,8 @@ MIX_KERNEL(mix_lds64_ldg, 2)
 MIX_KERNEL(mix_lds128_ldg, 4)
 MIX_KERNEL(mix_lds_ldgmiss, 1, true)
 MIX_KERNEL(mix_lds128_ldgmiss, 4, true)
+MIX_KERNEL(mix_lds_ldgplain, 1, false, true)
+MIX_KERNEL(mix_lds128_ldgplain, 4, false, true)
 
 // ---- L2 state: read a buffer twice, write a buffer once ------------------------------------------------
 extern "C" __global__ void read_twice(const float4* __restrict__ src, float* sink, long long n4) {
@@ -629,3 +665,71 @@ WAR_KERNELS(ldgcg, 1)
 WAR_KERNELS(stg, 2)
 WAR_KERNELS(lds, 3)
 WAR_KERNELS(sts, 4)
+
+// ---- the data stage below saturation (run_memory.py --only pace) ----------------------------------------
+// Warp w (of one 32-warp CTA per SM) runs if bit w of `active` is set: an LDG warp (bit w of `ldg`) repeats
+// `iters` times a burst of 4 ld.global.ca.u32 touching 32 lines each (L1 hits, lanes 128 B apart), then a
+// chain of `pad` dependent FFMAs that starts from the loaded words (so the next burst waits for them);
+// an LDS warp repeats `iters` times one conflict-free ld.shared.v4 (4 wavefronts), then `pad` dependent
+// FFMAs from its words. Each kind's `pad` sets how busy it keeps the SM's data stage alone: does a shared
+// load pay the mixing cost of `mix` (saturated) while global lines are queued but the stage has room, as
+// in a DGEMM (its shared loads spread over its FMAs, its 32-line loads in bursts)? Each warp stamps its
+// start and end.
+// mix_pace_plain: the same with plain loads (ld.global.u32: LDG.E, as compiled kernels issue them; the .ca
+// loads of every mix kernel are LDG.E.STRONG.SM).
+template <bool PLAIN>
+DEVI void pace_body(const char* gbase, unsigned* sink, long long* out, int lds_iters, int ldg_iters, int lds_pad,
+                    int ldg_pad, unsigned ldg, unsigned active) {
+    extern __shared__ __align__(16) char smem[];
+    const int wid = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const bool run = (active >> wid) & 1u, global = (ldg >> wid) & 1u;
+    const unsigned a = (unsigned)__cvta_generic_to_shared(smem) + lane * 16 + (wid & 7) * 512;
+    const char* p = gbase + lane * 128;
+    float f = 1.0f;
+    unsigned z = 0;  // 0 at run time (the data are 0): ties each burst's addresses to the chain before it
+    long long t0 = 0, t1 = 0;
+    _Pragma("unroll 1") for (int rep = 0; rep < 2; ++rep) {
+        __syncthreads();
+        t0 = clk();
+        if (run && global) {
+            _Pragma("unroll 1") for (int i = 0; i < ldg_iters; ++i) {
+                unsigned x0, x1, x2, x3;
+                const char* q = p + z;
+                if constexpr (PLAIN) {
+                    asm volatile("ld.global.u32 %0, [%1];" : "=r"(x0) : "l"(q) : "memory");
+                    asm volatile("ld.global.u32 %0, [%1+4096];" : "=r"(x1) : "l"(q) : "memory");
+                    asm volatile("ld.global.u32 %0, [%1+8192];" : "=r"(x2) : "l"(q) : "memory");
+                    asm volatile("ld.global.u32 %0, [%1+12288];" : "=r"(x3) : "l"(q) : "memory");
+                } else {
+                    asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(x0) : "l"(q) : "memory");
+                    asm volatile("ld.global.ca.u32 %0, [%1+4096];" : "=r"(x1) : "l"(q) : "memory");
+                    asm volatile("ld.global.ca.u32 %0, [%1+8192];" : "=r"(x2) : "l"(q) : "memory");
+                    asm volatile("ld.global.ca.u32 %0, [%1+12288];" : "=r"(x3) : "l"(q) : "memory");
+                }
+                f += __uint_as_float(x0 ^ x1 ^ x2 ^ x3);
+                _Pragma("unroll 1") for (int j = 0; j < ldg_pad; ++j) f = fmaf(f, 0.999f, 0.001f);
+                z = __float_as_uint(f) == 0x7f800001u ? 128u : 0u;
+            }
+        } else if (run) {
+            _Pragma("unroll 1") for (int i = 0; i < lds_iters; ++i) {
+                unsigned x0, x1, x2, x3;
+                asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
+                             : "r"(a + z) : "memory");
+                f += __uint_as_float(x0 ^ x1 ^ x2 ^ x3);
+                _Pragma("unroll 1") for (int j = 0; j < lds_pad; ++j) f = fmaf(f, 0.999f, 0.001f);
+                z = __float_as_uint(f) == 0x7f800001u ? 4096u : 0u;
+            }
+        }
+        t1 = clk();
+    }
+    stamp(out, t0, t1);
+    if (__float_as_uint(f) == 0x12345678u) sink[threadIdx.x] = z;
+}
+#define PACE_KERNEL(NAME, PLAIN)                                                                              \
+    extern "C" __global__ void __launch_bounds__(1024) NAME(const char* gbase, unsigned* sink, long long* out, \
+                                                             int lds_iters, int ldg_iters, int lds_pad,        \
+                                                             int ldg_pad, unsigned ldg, unsigned active) {     \
+        pace_body<PLAIN>(gbase, sink, out, lds_iters, ldg_iters, lds_pad, ldg_pad, ldg, active);              \
+    }
+PACE_KERNEL(mix_pace, false)
+PACE_KERNEL(mix_pace_plain, true)

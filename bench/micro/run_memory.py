@@ -357,6 +357,23 @@ def _issue_runs(b: Bench, kernel: str, block: int, every: int, stride: int, g, s
     return runs, t
 
 
+def m_xq(b: Bench) -> dict:
+    """One warp issues 32 accesses of one kind that fill its queue (32-line LDG, or 32-way conflicting
+    LDS: lanes 128 B apart), then 16 of the other kind (one line / conflict-free), a clock read after
+    each (issue_xq_ldg_lds, issue_xq_lds_ldg): if the second kind issues every ~4 cycles, LDS and LDG
+    have queues of their own; if it waits as the first kind's queue drains, they share one."""
+    cp, np = b.cp, b.np
+    res = {"method": f"issue_xq_<first>_<then>: {NQ} accesses each followed by CS2R SR_CLOCKLO (32 of the first kind "
+                     "at lane*128, 16 of the other at lane*4); second of two passes; gaps[k] = t[k+1] - t[k]", "cases": {}}
+    g = cp.zeros(1 << 20, dtype=cp.uint8)
+    sink = cp.zeros(64, dtype=cp.uint32)
+    for label, block, every in (("w1", 32, 1), ("sp2", 256, 4)):
+        for kind in ("ldg_lds", "lds_ldg"):
+            runs, _ = _issue_runs(b, f"issue_xq_{kind}", block, every, 128, g, sink)
+            res["cases"][f"{kind}_{label}"] = {"gaps": runs[-1], "all_runs": runs}
+    return res
+
+
 def m_issue4(b: Bench) -> dict:
     """As `issue`, with warps 0-3 of a 4-warp CTA: one warp on each sub-partition (warp id mod 4).
     How many 32-way-conflicting LDS (32-line LDG) each issues before its first long gap says whether
@@ -587,6 +604,71 @@ def m_mix3(b: Bench) -> dict:
     res["points"]["ldg32lmiss_lds1w"] = _mix_spans(b, MIX2_CASES, 512, 16, 4, 128, "mix_lds_ldgmiss", 1)
     res["points"]["ldg32lmiss_lds128"] = _mix_spans(b, MIX2_CASES, 128, 16, 16, 128, "mix_lds128_ldgmiss", 4)
     res["points"]["ldg2lmiss_lds128"] = _mix_spans(b, MIX2_CASES, 128, 256, 16, 8, "mix_lds128_ldgmiss", 4)
+    # plain loads (LDG.E, as compiled kernels issue them; the points above use ld.global.ca: LDG.E.STRONG.SM)
+    res["points"]["ldg32lplain_lds1w"] = _mix_spans(b, MIX2_CASES, 1024, 32, 4, 128, "mix_lds_ldgplain", 1)
+    res["points"]["ldg32lplain_lds128"] = _mix_spans(b, MIX2_CASES, 256, 32, 16, 128, "mix_lds128_ldgplain", 4)
+    res["points"]["ldg2lplain_lds1w"] = _mix_spans(b, MIX2_CASES, 1024, 512, 4, 8, "mix_lds_ldgplain", 1)
+    return res
+
+
+PACE_LDS = 0x0F0F0F0F  # warps 0-3, 8-11, ...: 4 LDS warps per sub-partition (warp id mod 4)
+PACE_LDG = 0xF0F0F0F0  # the other 16: 4 LDG warps per sub-partition
+
+
+def m_pace(b: Bench) -> dict:
+    """The data stage below saturation (memory.cu mix_pace): 16 LDS warps (one LDS.128 each step, then
+    `lds_pad` dependent FFMAs) and 16 LDG warps (bursts of four 32-line LDGs, then `ldg_pad` FFMAs), each
+    kind alone and together, one 32-warp CTA per SM. Per run and kind: the median over SMs of the mean
+    span of that kind's warps. If a shared load pays the mixing cost whenever global lines are queued,
+    the LDS warps' steps lengthen beside the LDG warps even where the two kinds' demands add up to less
+    than the stage's one unit per cycle."""
+    cp, np = b.cp, b.np
+    buf = cp.zeros(64 << 20, dtype=cp.uint8)
+    sink = cp.zeros(1 << 16, dtype=cp.uint32)
+    ctas, warps = b.sms, 32
+    lds_iters = 512
+    res = {"method": "mix_pace, 1 CTA of 32 warps per SM (24 KB dynamic shared); LDS warps 0x0F0F0F0F: "
+                     f"{lds_iters} x (LDS.128, lds_pad FFMAs); LDG warps 0xF0F0F0F0: ldg_iters x (4 x 32-line "
+                     "LDG, ldg_pad FFMAs); second of two passes; span per warp = end - start; per kind the mean "
+                     "over its warps, median over SMs and 3 launches", "runs": {}}
+
+    def run(name, active, lds_pad, ldg_pad, ldg_iters, kernel="mix_pace"):
+        out = cp.zeros(ctas * warps * 2, dtype=cp.int64)
+        reps = []
+        for _ in range(3):
+            b.launch(kernel, ctas, 32 * warps,
+                     (buf, sink, out, np.int32(lds_iters), np.int32(ldg_iters), np.int32(lds_pad),
+                      np.int32(ldg_pad), np.uint32(PACE_LDG), np.uint32(active)), shared=24 * 1024)
+            b.sync()
+            o = out.get().reshape(ctas, warps, 2)
+            span = o[:, :, 1] - o[:, :, 0]
+            rep = {}
+            for kind, mask in (("lds", PACE_LDS), ("ldg", PACE_LDG)):
+                on = [w for w in range(warps) if (active & mask) >> w & 1]
+                if on:
+                    rep[kind] = float(np.median(span[:, on].mean(axis=1)))
+            reps.append(rep)
+        r = {"kernel": kernel, "active_mask": hex(active), "lds_pad": lds_pad, "ldg_pad": ldg_pad, "lds_iters": lds_iters,
+             "ldg_iters": ldg_iters, "reps": reps}
+        for kind in reps[0]:
+            r[f"{kind}_span"] = statistics.median(x[kind] for x in reps)
+        res["runs"][name] = r
+
+    ldg_iters = {256: 32, 1024: 8}
+    for lds_pad in (0, 8, 24):
+        run(f"lds_p{lds_pad}", PACE_LDS, lds_pad, 0, 1)
+    for ldg_pad, it in ldg_iters.items():
+        run(f"ldg_q{ldg_pad}", PACE_LDG, 0, ldg_pad, it)
+    for lds_pad in (0, 8, 24):
+        for ldg_pad, it in ldg_iters.items():
+            run(f"mix_p{lds_pad}_q{ldg_pad}", PACE_LDS | PACE_LDG, lds_pad, ldg_pad, it)
+    # the same with plain loads (mix_pace_plain: LDG.E instead of LDG.E.STRONG.SM)
+    for ldg_pad, it in ldg_iters.items():
+        run(f"plain_ldg_q{ldg_pad}", PACE_LDG, 0, ldg_pad, it, "mix_pace_plain")
+    for lds_pad in (0, 8, 24):
+        for ldg_pad, it in ldg_iters.items():
+            run(f"plain_mix_p{lds_pad}_q{ldg_pad}", PACE_LDS | PACE_LDG, lds_pad, ldg_pad, it, "mix_pace_plain")
+    del buf
     return res
 
 
@@ -739,7 +821,7 @@ def main() -> int:
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--ncu-only", default="", help="with --ncu: 'wrap' profiles only the wrapped-load kernels")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
-    ap.add_argument("--only", default="", help="comma list: ldg,wrap,scatter,partition,stream,stg,stg_scatter,sts,lds,issue,issue4,issue_st,war,st_order,mix,mix2,mix3,launch,bandwidth")
+    ap.add_argument("--only", default="", help="comma list: ldg,wrap,scatter,partition,stream,stg,stg_scatter,sts,lds,issue,issue4,xq,issue_st,war,st_order,mix,mix2,mix3,pace,launch,bandwidth")
     args = ap.parse_args()
     if args.ncu_child:
         ncu_child(args.ncu_child, args.ncu_only)
@@ -758,7 +840,7 @@ def main() -> int:
     b = Bench(comp["cubin"])
     b.launch("empty", 1, 32, (b.np.uint64(0),))
     groups = {"ldg": m_ldg_rates, "bcast": m_bcast, "wrap": m_wrap, "scatter": m_scatter, "partition": m_partition, "stream": m_stream, "stg": m_stg, "stg_scatter": m_stg_scatter, "sts": m_sts, "lds": m_lds, "issue": m_issue,
-              "issue4": m_issue4, "issue_st": m_issue_st, "war": m_war, "st_order": m_st_order, "mix": m_mix, "mix2": m_mix2, "mix3": m_mix3,
+              "issue4": m_issue4, "xq": m_xq, "issue_st": m_issue_st, "war": m_war, "st_order": m_st_order, "mix": m_mix, "mix2": m_mix2, "mix3": m_mix3, "pace": m_pace,
               "launch": m_launch, "bandwidth": m_bandwidth_events}
     only = {s for s in args.only.split(",") if s}
     for name, fn in groups.items():

@@ -1,6 +1,7 @@
 """Score the model's LSU/MIO queues against the H100 `mix` microbenchmark (memory7_h100.json).
 
-The measurement (bench/micro/memory.cu `mix_lds_ldg`, run_memory.py --only mix): one CTA of 32 warps
+The measurement (bench/micro/memory.cu `mix_lds_ldg`, run_memory.py --only mix; mix2, and mix3's wide
+shared loads, memory8 / memory12): one CTA of 32 warps
 per SM; each warp either issues conflict-free 32-bit LDS (1 wavefront each) or 32-bit LDG whose 32
 lanes touch 32 lines (L1 hits), the same units (wavefronts + lines) per warp; which warps do which is
 set by a mask. This script runs the same warps through gpusim's timing model (one SM, every access
@@ -31,6 +32,7 @@ from timing_kit import program, trace  # noqa: E402
 
 RESULT = ROOT / "validation/h100/micro/memory7_h100.json"
 RESULT2 = ROOT / "validation/h100/micro/memory8_h100.json"
+RESULT3 = ROOT / "validation/h100/micro/memory12_h100.json"
 SCALE = 16  # the measurement's 16384 units per warp, divided by this (the same rates, a shorter run)
 
 
@@ -55,11 +57,13 @@ def main(argv=None) -> int:
 
 
 def simulate_case(cfg, ldg_mask: int, active_mask: int, lds_units: int, ldg_units: int, wavefronts: int = 1,
-                  lines: int = 32) -> float:
+                  lines: int = 32, lds_bits: int = 32) -> float:
     """Units per cycle of one SM running 32 warps (those outside `active_mask` only exit): those in
     `ldg_mask` issue `ldg_units` / `lines` LDGs of `lines` lines each (L1 hits), the others
-    `lds_units` / `wavefronts` LDS of `wavefronts` wavefronts each."""
-    prog = program("sm_90", [("LDS R10, [R4]", {"stall": 1}), ("LDG.E R11, desc[UR4][R6.64]", {"stall": 1}),
+    `lds_units` / `wavefronts` LDS of `wavefronts` wavefronts each: LDS.32 with 1, 4 or 32 (lanes 4,
+    16 or 128 bytes apart), or a conflict-free LDS.64 / LDS.128 (`lds_bits`; 2 / 4 by width)."""
+    lds = {32: "LDS R10, [R4]", 64: "LDS.64 R10, [R4]", 128: "LDS.128 R12, [R4]"}[lds_bits]
+    prog = program("sm_90", [(lds, {"stall": 1}), ("LDG.E R11, desc[UR4][R6.64]", {"stall": 1}),
                              ("EXIT", {"stall": 1})])
     streams = []
     for w in range(32):
@@ -73,7 +77,8 @@ def simulate_case(cfg, ldg_mask: int, active_mask: int, lds_units: int, ldg_unit
     rec = t.records
     is_ldg = rec["pc_index"][rec["mem_row"] >= 0] == 1
     t.addresses[is_ldg] = np.arange(32, dtype=np.uint64) * 4 * lines  # `lines` lines, the same each time: L1 hits
-    t.addresses[~is_ldg] = np.arange(32, dtype=np.uint64) * (4 if wavefronts == 1 else 128)  # 1 or 32 wavefronts
+    t.addresses[~is_ldg] = np.arange(32, dtype=np.uint64) * (lds_bits // 8 if lds_bits > 32 else
+                                                             {1: 4, 4: 16, 32: 128}[wavefronts])
     r = simulate(prog, t, cfg, honour_control_codes=True)
     n_lds = bin(active_mask & ~ldg_mask & 0xFFFFFFFF).count("1")
     n_ldg = bin(active_mask & ldg_mask).count("1")
@@ -93,6 +98,15 @@ def cases():
         for name, c in v["cases"].items():
             yield point, name, c["units_per_cycle"], (int(c["ldg_mask"], 16), int(c["active_mask"], 16), u, u,
                                                       c["wavefronts_per_lds"], c["lines_per_ldg"])
+    mix3 = json.loads(RESULT3.read_text())["mix3"]
+    for point, v in mix3["points"].items():
+        if "miss" in point:  # the L1-missing points walk new lines: not replayed here
+            continue
+        u = v["units_per_lds_warp"] // SCALE
+        bits = 128 if "lds128" in point else 64 if "lds64" in point else 32
+        for name, c in v["cases"].items():
+            yield f"{point} (memory12)", name, c["units_per_cycle"], (int(c["ldg_mask"], 16), int(c["active_mask"], 16),
+                                                                    u, u, c["wavefronts_per_lds"], c["lines_per_ldg"], bits)
 
 
 if __name__ == "__main__":

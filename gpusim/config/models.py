@@ -82,16 +82,26 @@ class SharedMemoryConfig(_Model):
     latency_cycles: int = Field(ge=0)
     wavefronts_per_cycle: float = Field(gt=0)
     """Conflict-free passes (one bank access per bank) the SM serves per cycle."""
-    wide_load_extra_cycles: dict[Literal[64, 128], float] = {}
+    wide_load_extra_cycles: dict[int, float] = {}
     """Cycles a 64- / 128-bit shared load's (LDS.64 / LDS.128) data comes later than its wavefronts'
-    passage and `latency_cycles` give (none for 32-bit loads and for stores)."""
+    passage and `latency_cycles` give (none for 32-bit loads and for stores). Keys: 64, 128."""
+
+    @field_validator("wide_load_extra_cycles", mode="before")
+    @classmethod
+    def _widths_from_text(cls, extra):
+        """JSON turns the widths into text ("64"): read them back as numbers."""
+        if isinstance(extra, dict):
+            return {int(k) if isinstance(k, str) and k.isdigit() else k: v for k, v in extra.items()}
+        return extra
 
     @field_validator("wide_load_extra_cycles")
     @classmethod
-    def _non_negative(cls, extra: dict) -> dict:
-        bad = [bits for bits, c in extra.items() if c < 0]
-        if bad:
-            raise ValueError(f"cycles must be >= 0 (bits {bad[0]}: {extra[bad[0]]})")
+    def _wide_widths(cls, extra: dict) -> dict:
+        for bits, c in extra.items():
+            if bits not in (64, 128):
+                raise ValueError(f"keys are access widths 64 or 128, not {bits}")
+            if c < 0:
+                raise ValueError(f"cycles must be >= 0 (bits {bits}: {c})")
         return extra
 
 

@@ -668,6 +668,13 @@ def m_pace(b: Bench) -> dict:
     for lds_pad in (0, 8, 24):
         for ldg_pad, it in ldg_iters.items():
             run(f"plain_mix_p{lds_pad}_q{ldg_pad}", PACE_LDS | PACE_LDG, lds_pad, ldg_pad, it, "mix_pace_plain")
+    # the FFMA chains unrolled (mix_pace_u<P>_<Q>: no branch inside a step; plain loads); iterations for
+    # spans near the looped ones'
+    for p_, q_, it in ((0, 256, 256), (8, 256, 256), (32, 256, 256), (8, 1024, 64)):
+        k = f"mix_pace_u{p_}_{q_}"
+        run(f"unrolled_lds_p{p_}_q{q_}", PACE_LDS, 0, 0, it, k)
+        run(f"unrolled_ldg_p{p_}_q{q_}", PACE_LDG, 0, 0, it, k)
+        run(f"unrolled_mix_p{p_}_q{q_}", PACE_LDS | PACE_LDG, 0, 0, it, k)
     del buf
     return res
 

@@ -677,7 +677,9 @@ WAR_KERNELS(sts, 4)
 // start and end.
 // mix_pace_plain: the same with plain loads (ld.global.u32: LDG.E, as compiled kernels issue them; the .ca
 // loads of every mix kernel are LDG.E.STRONG.SM).
-template <bool PLAIN>
+// mix_pace_noload: the LDG warps run their FFMA pad loops without the loads: does an LDS warp crawl beside
+// warps that only compute (the scheduler), or only beside warps that load (the memory path)?
+template <bool PLAIN, bool NOLOAD = false>
 DEVI void pace_body(const char* gbase, unsigned* sink, long long* out, int lds_iters, int ldg_iters, int lds_pad,
                     int ldg_pad, unsigned ldg, unsigned active) {
     extern __shared__ __align__(16) char smem[];
@@ -695,7 +697,9 @@ DEVI void pace_body(const char* gbase, unsigned* sink, long long* out, int lds_i
             _Pragma("unroll 1") for (int i = 0; i < ldg_iters; ++i) {
                 unsigned x0, x1, x2, x3;
                 const char* q = p + z;
-                if constexpr (PLAIN) {
+                if constexpr (NOLOAD) {
+                    x0 = x1 = x2 = x3 = (unsigned)(unsigned long long)q & 0u;
+                } else if constexpr (PLAIN) {
                     asm volatile("ld.global.u32 %0, [%1];" : "=r"(x0) : "l"(q) : "memory");
                     asm volatile("ld.global.u32 %0, [%1+4096];" : "=r"(x1) : "l"(q) : "memory");
                     asm volatile("ld.global.u32 %0, [%1+8192];" : "=r"(x2) : "l"(q) : "memory");
@@ -778,11 +782,12 @@ PACE_U(0, 256)
 PACE_U(8, 256)
 PACE_U(32, 256)
 PACE_U(8, 1024)
-#define PACE_KERNEL(NAME, PLAIN)                                                                              \
+#define PACE_KERNEL(NAME, ...)                                                                                \
     extern "C" __global__ void __launch_bounds__(1024) NAME(const char* gbase, unsigned* sink, long long* out, \
                                                              int lds_iters, int ldg_iters, int lds_pad,        \
                                                              int ldg_pad, unsigned ldg, unsigned active) {     \
-        pace_body<PLAIN>(gbase, sink, out, lds_iters, ldg_iters, lds_pad, ldg_pad, ldg, active);              \
+        pace_body<__VA_ARGS__>(gbase, sink, out, lds_iters, ldg_iters, lds_pad, ldg_pad, ldg, active);        \
     }
 PACE_KERNEL(mix_pace, false)
 PACE_KERNEL(mix_pace_plain, true)
+PACE_KERNEL(mix_pace_noload, true, true)

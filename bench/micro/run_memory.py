@@ -668,6 +668,12 @@ def m_pace(b: Bench) -> dict:
     for lds_pad in (0, 8, 24):
         for ldg_pad, it in ldg_iters.items():
             run(f"plain_mix_p{lds_pad}_q{ldg_pad}", PACE_LDS | PACE_LDG, lds_pad, ldg_pad, it, "mix_pace_plain")
+    # the "LDG" warps without their loads (mix_pace_noload: FFMA pad loops only)
+    for ldg_pad, it in ldg_iters.items():
+        run(f"noload_ldg_q{ldg_pad}", PACE_LDG, 0, ldg_pad, it, "mix_pace_noload")
+    for lds_pad in (0, 8, 24):
+        for ldg_pad, it in ldg_iters.items():
+            run(f"noload_mix_p{lds_pad}_q{ldg_pad}", PACE_LDS | PACE_LDG, lds_pad, ldg_pad, it, "mix_pace_noload")
     # the FFMA chains unrolled (mix_pace_u<P>_<Q>: no branch inside a step; plain loads); iterations for
     # spans near the looped ones'
     for p_, q_, it in ((0, 256, 256), (8, 256, 256), (32, 256, 256), (8, 1024, 64)):

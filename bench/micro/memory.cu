@@ -731,7 +731,9 @@ DEVI void pace_body(const char* gbase, unsigned* sink, long long* out, int lds_i
 }
 // mix_pace_u<P>_<Q>: the same with the FFMA chains unrolled (P per shared load, Q per burst of global ones,
 // no loop, no branch inside a step): does the coupling come with the pad loops' branches?
-template <int P, int Q>
+// mix_pace_un<P>_<Q>: the same without the global loads (the "LDG" warps only run their unrolled FFMA chains):
+// LDS warps beside warps with neither loads nor branches.
+template <int P, int Q, bool NOLOAD = false>
 DEVI void pace_unrolled(const char* gbase, unsigned* sink, long long* out, int lds_iters, int ldg_iters,
                         unsigned ldg, unsigned active) {
     extern __shared__ __align__(16) char smem[];
@@ -749,10 +751,14 @@ DEVI void pace_unrolled(const char* gbase, unsigned* sink, long long* out, int l
             _Pragma("unroll 1") for (int i = 0; i < ldg_iters; ++i) {
                 unsigned x0, x1, x2, x3;
                 const char* q = p + z;
-                asm volatile("ld.global.u32 %0, [%1];" : "=r"(x0) : "l"(q) : "memory");
-                asm volatile("ld.global.u32 %0, [%1+4096];" : "=r"(x1) : "l"(q) : "memory");
-                asm volatile("ld.global.u32 %0, [%1+8192];" : "=r"(x2) : "l"(q) : "memory");
-                asm volatile("ld.global.u32 %0, [%1+12288];" : "=r"(x3) : "l"(q) : "memory");
+                if constexpr (NOLOAD) {
+                    x0 = x1 = x2 = x3 = (unsigned)(unsigned long long)q & 0u;
+                } else {
+                    asm volatile("ld.global.u32 %0, [%1];" : "=r"(x0) : "l"(q) : "memory");
+                    asm volatile("ld.global.u32 %0, [%1+4096];" : "=r"(x1) : "l"(q) : "memory");
+                    asm volatile("ld.global.u32 %0, [%1+8192];" : "=r"(x2) : "l"(q) : "memory");
+                    asm volatile("ld.global.u32 %0, [%1+12288];" : "=r"(x3) : "l"(q) : "memory");
+                }
                 f += __uint_as_float(x0 ^ x1 ^ x2 ^ x3);
                 _Pragma("unroll") for (int j = 0; j < Q; ++j) f = fmaf(f, 0.999f, 0.001f);
                 z = __float_as_uint(f) == 0x7f800001u ? 128u : 0u;
@@ -782,6 +788,14 @@ PACE_U(0, 256)
 PACE_U(8, 256)
 PACE_U(32, 256)
 PACE_U(8, 1024)
+#define PACE_UN(P, Q)                                                                                         \
+    extern "C" __global__ void __launch_bounds__(1024) mix_pace_un##P##_##Q(                                   \
+        const char* gbase, unsigned* sink, long long* out, int lds_iters, int ldg_iters, int lds_pad,         \
+        int ldg_pad, unsigned ldg, unsigned active) {                                                         \
+        pace_unrolled<P, Q, true>(gbase, sink, out, lds_iters, ldg_iters, ldg, active);                       \
+    }
+PACE_UN(0, 256)
+PACE_UN(8, 256)
 #define PACE_KERNEL(NAME, ...)                                                                                \
     extern "C" __global__ void __launch_bounds__(1024) NAME(const char* gbase, unsigned* sink, long long* out, \
                                                              int lds_iters, int ldg_iters, int lds_pad,        \

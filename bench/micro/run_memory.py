@@ -681,6 +681,11 @@ def m_pace(b: Bench) -> dict:
         run(f"unrolled_lds_p{p_}_q{q_}", PACE_LDS, 0, 0, it, k)
         run(f"unrolled_ldg_p{p_}_q{q_}", PACE_LDG, 0, 0, it, k)
         run(f"unrolled_mix_p{p_}_q{q_}", PACE_LDS | PACE_LDG, 0, 0, it, k)
+    # unrolled and without loads (mix_pace_un<P>_<Q>): the other warps have neither loads nor branches
+    for p_, q_, it in ((0, 256, 256), (8, 256, 256)):
+        k = f"mix_pace_un{p_}_{q_}"
+        run(f"unrolled_noload_ldg_p{p_}_q{q_}", PACE_LDG, 0, 0, it, k)
+        run(f"unrolled_noload_mix_p{p_}_q{q_}", PACE_LDS | PACE_LDG, 0, 0, it, k)
     del buf
     return res
 

@@ -13,6 +13,13 @@
 //                            the issue timestamps show when the warp's accesses start to wait for a queue.
 //   mix_lds_ldg              per warp (masks by warp id): U shared loads per iteration, or U L1-hitting
 //                            global loads, or nothing: do shared wavefronts and global lines share a stage?
+//                            (mix_lds{64,128}_ldg*: wide shared loads; *_ldgmiss: L1 misses; *_ldgplain: LDG.E)
+//   war_<kind>_f<FILL>       FILL accesses, then one whose address/data register the next instruction
+//                            overwrites: when does an access read its registers?
+//   lds_<bits>, issue_lds<bits>_w, chase[1]_lds<bits>   wide shared loads: rate, one sub-partition's
+//                            drain, load-to-use latency (32 lanes / one lane)
+//   issue_xq_<a>_<b>         one kind fills the queue, then the other: one queue for LDS and LDG?
+//   mix_pace*                LDS warps beside LDG (or FFMA-only) warps far below the stage's rate
 //   read_twice               every thread reads its part of a buffer twice (grid-stride): DRAM read bytes
 //                            (Nsight) show whether the buffer survived in L2 between the passes.
 //   write_once               writes a buffer once: DRAM write bytes show how much L2 writes back in-kernel.

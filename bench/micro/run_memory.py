@@ -681,6 +681,10 @@ def m_pace(b: Bench) -> dict:
         run(f"unrolled_lds_p{p_}_q{q_}", PACE_LDS, 0, 0, it, k)
         run(f"unrolled_ldg_p{p_}_q{q_}", PACE_LDG, 0, 0, it, k)
         run(f"unrolled_mix_p{p_}_q{q_}", PACE_LDS | PACE_LDG, 0, 0, it, k)
+    # the FFMA pad loops alone with 1, 2 and 4 warps per sub-partition (mix_pace_noload): is a loop
+    # iteration's time per warp (the same at 1) or per sub-partition (shorter at 1)?
+    for label, mask in (("w1", 0x000000F0), ("w2", 0x0000F0F0), ("w4", PACE_LDG)):
+        run(f"noload_ldg_q256_{label}", mask, 0, 256, 32, "mix_pace_noload")
     # unrolled and without loads (mix_pace_un<P>_<Q>): the other warps have neither loads nor branches
     for p_, q_, it in ((0, 256, 256), (8, 256, 256)):
         k = f"mix_pace_un{p_}_{q_}"

@@ -686,7 +686,20 @@ WAR_KERNELS(sts, 4)
 // loads of every mix kernel are LDG.E.STRONG.SM).
 // mix_pace_noload: the LDG warps run their FFMA pad loops without the loads: does an LDS warp crawl beside
 // warps that only compute (the scheduler), or only beside warps that load (the memory path)?
-template <bool PLAIN, bool NOLOAD = false>
+// mix_pace_u<P>_<Q>: plain loads and the FFMA chains unrolled (P per shared load, Q per burst of global ones,
+// no loop, no branch inside a step): does the coupling come with the pad loops' branches?
+// mix_pace_un<P>_<Q>: the same without the global loads (the "LDG" warps only run their unrolled FFMA chains):
+// LDS warps beside warps with neither loads nor branches.
+// (P, Q < 0: the chains are loops of the runtime lds_pad / ldg_pad FFMAs.)
+template <int N>
+DEVI void pad_chain(float& f, int n) {  // N FFMAs unrolled, or (N < 0) a loop of n
+    if constexpr (N < 0) {
+        _Pragma("unroll 1") for (int j = 0; j < n; ++j) f = fmaf(f, 0.999f, 0.001f);
+    } else {
+        _Pragma("unroll") for (int j = 0; j < N; ++j) f = fmaf(f, 0.999f, 0.001f);
+    }
+}
+template <bool PLAIN, bool NOLOAD = false, int P = -1, int Q = -1>
 DEVI void pace_body(const char* gbase, unsigned* sink, long long* out, int lds_iters, int ldg_iters, int lds_pad,
                     int ldg_pad, unsigned ldg, unsigned active) {
     extern __shared__ __align__(16) char smem[];
@@ -718,7 +731,7 @@ DEVI void pace_body(const char* gbase, unsigned* sink, long long* out, int lds_i
                     asm volatile("ld.global.ca.u32 %0, [%1+12288];" : "=r"(x3) : "l"(q) : "memory");
                 }
                 f += __uint_as_float(x0 ^ x1 ^ x2 ^ x3);
-                _Pragma("unroll 1") for (int j = 0; j < ldg_pad; ++j) f = fmaf(f, 0.999f, 0.001f);
+                pad_chain<Q>(f, ldg_pad);
                 z = __float_as_uint(f) == 0x7f800001u ? 128u : 0u;
             }
         } else if (run) {
@@ -727,7 +740,7 @@ DEVI void pace_body(const char* gbase, unsigned* sink, long long* out, int lds_i
                 asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
                              : "r"(a + z) : "memory");
                 f += __uint_as_float(x0 ^ x1 ^ x2 ^ x3);
-                _Pragma("unroll 1") for (int j = 0; j < lds_pad; ++j) f = fmaf(f, 0.999f, 0.001f);
+                pad_chain<P>(f, lds_pad);
                 z = __float_as_uint(f) == 0x7f800001u ? 4096u : 0u;
             }
         }
@@ -736,73 +749,18 @@ DEVI void pace_body(const char* gbase, unsigned* sink, long long* out, int lds_i
     stamp(out, t0, t1);
     if (__float_as_uint(f) == 0x12345678u) sink[threadIdx.x] = z;
 }
-// mix_pace_u<P>_<Q>: the same with the FFMA chains unrolled (P per shared load, Q per burst of global ones,
-// no loop, no branch inside a step): does the coupling come with the pad loops' branches?
-// mix_pace_un<P>_<Q>: the same without the global loads (the "LDG" warps only run their unrolled FFMA chains):
-// LDS warps beside warps with neither loads nor branches.
-template <int P, int Q, bool NOLOAD = false>
-DEVI void pace_unrolled(const char* gbase, unsigned* sink, long long* out, int lds_iters, int ldg_iters,
-                        unsigned ldg, unsigned active) {
-    extern __shared__ __align__(16) char smem[];
-    const int wid = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const bool run = (active >> wid) & 1u, global = (ldg >> wid) & 1u;
-    const unsigned a = (unsigned)__cvta_generic_to_shared(smem) + lane * 16 + (wid & 7) * 512;
-    const char* p = gbase + lane * 128;
-    float f = 1.0f;
-    unsigned z = 0;
-    long long t0 = 0, t1 = 0;
-    _Pragma("unroll 1") for (int rep = 0; rep < 2; ++rep) {
-        __syncthreads();
-        t0 = clk();
-        if (run && global) {
-            _Pragma("unroll 1") for (int i = 0; i < ldg_iters; ++i) {
-                unsigned x0, x1, x2, x3;
-                const char* q = p + z;
-                if constexpr (NOLOAD) {
-                    x0 = x1 = x2 = x3 = (unsigned)(unsigned long long)q & 0u;
-                } else {
-                    asm volatile("ld.global.u32 %0, [%1];" : "=r"(x0) : "l"(q) : "memory");
-                    asm volatile("ld.global.u32 %0, [%1+4096];" : "=r"(x1) : "l"(q) : "memory");
-                    asm volatile("ld.global.u32 %0, [%1+8192];" : "=r"(x2) : "l"(q) : "memory");
-                    asm volatile("ld.global.u32 %0, [%1+12288];" : "=r"(x3) : "l"(q) : "memory");
-                }
-                f += __uint_as_float(x0 ^ x1 ^ x2 ^ x3);
-                _Pragma("unroll") for (int j = 0; j < Q; ++j) f = fmaf(f, 0.999f, 0.001f);
-                z = __float_as_uint(f) == 0x7f800001u ? 128u : 0u;
-            }
-        } else if (run) {
-            _Pragma("unroll 1") for (int i = 0; i < lds_iters; ++i) {
-                unsigned x0, x1, x2, x3;
-                asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
-                             : "r"(a + z) : "memory");
-                f += __uint_as_float(x0 ^ x1 ^ x2 ^ x3);
-                _Pragma("unroll") for (int j = 0; j < P; ++j) f = fmaf(f, 0.999f, 0.001f);
-                z = __float_as_uint(f) == 0x7f800001u ? 4096u : 0u;
-            }
-        }
-        t1 = clk();
-    }
-    stamp(out, t0, t1);
-    if (__float_as_uint(f) == 0x12345678u) sink[threadIdx.x] = z;
-}
-#define PACE_U(P, Q)                                                                                          \
-    extern "C" __global__ void __launch_bounds__(1024) mix_pace_u##P##_##Q(                                    \
+#define PACE_U(TAG, NOLOAD, P, Q)                                                                             \
+    extern "C" __global__ void __launch_bounds__(1024) mix_pace_##TAG##P##_##Q(                                \
         const char* gbase, unsigned* sink, long long* out, int lds_iters, int ldg_iters, int lds_pad,         \
         int ldg_pad, unsigned ldg, unsigned active) {                                                         \
-        pace_unrolled<P, Q>(gbase, sink, out, lds_iters, ldg_iters, ldg, active);                             \
+        pace_body<true, NOLOAD, P, Q>(gbase, sink, out, lds_iters, ldg_iters, 0, 0, ldg, active);             \
     }
-PACE_U(0, 256)
-PACE_U(8, 256)
-PACE_U(32, 256)
-PACE_U(8, 1024)
-#define PACE_UN(P, Q)                                                                                         \
-    extern "C" __global__ void __launch_bounds__(1024) mix_pace_un##P##_##Q(                                   \
-        const char* gbase, unsigned* sink, long long* out, int lds_iters, int ldg_iters, int lds_pad,         \
-        int ldg_pad, unsigned ldg, unsigned active) {                                                         \
-        pace_unrolled<P, Q, true>(gbase, sink, out, lds_iters, ldg_iters, ldg, active);                       \
-    }
-PACE_UN(0, 256)
-PACE_UN(8, 256)
+PACE_U(u, false, 0, 256)
+PACE_U(u, false, 8, 256)
+PACE_U(u, false, 32, 256)
+PACE_U(u, false, 8, 1024)
+PACE_U(un, true, 0, 256)
+PACE_U(un, true, 8, 256)
 #define PACE_KERNEL(NAME, ...)                                                                                \
     extern "C" __global__ void __launch_bounds__(1024) NAME(const char* gbase, unsigned* sink, long long* out, \
                                                              int lds_iters, int ldg_iters, int lds_pad,        \

@@ -494,5 +494,5 @@ def test_wide_load_extra_cycles_are_checked(h100):
     for bad in ({128: -1}, {96: 3}):
         with pytest.raises(GpusimError, match="wide_load_extra_cycles"):
             apply_overrides(h100, {"sm.shared_memory.wide_load_extra_cycles": bad})
-    # a config survives JSON (study workers, provenance), which writes the widths as text
-    assert type(h100).model_validate(h100.model_dump(mode="json")) == h100
+    # a config survives JSON as study workers read it (model_validate_json), which writes the widths as text
+    assert type(h100).model_validate_json(h100.model_dump_json()) == h100

@@ -86,14 +86,6 @@ class SharedMemoryConfig(_Model):
     """Cycles a 64- / 128-bit shared load's (LDS.64 / LDS.128) data comes later than its wavefronts'
     passage and `latency_cycles` give (none for 32-bit loads and for stores). Keys: 64, 128."""
 
-    @field_validator("wide_load_extra_cycles", mode="before")
-    @classmethod
-    def _widths_from_text(cls, extra):
-        """JSON turns the widths into text ("64"): read them back as numbers."""
-        if isinstance(extra, dict):
-            return {int(k) if isinstance(k, str) and k.isdigit() else k: v for k, v in extra.items()}
-        return extra
-
     @field_validator("wide_load_extra_cycles")
     @classmethod
     def _wide_widths(cls, extra: dict) -> dict:

@@ -36,6 +36,15 @@ def _leave(buf, head, n, now):
     return head, n
 
 
+@njit(inline="always")
+def _push(buf, head, n, value):
+    """Append `value` to the ring `buf[head:head + n]` (cyclic): its new length."""
+    if n >= buf.shape[0]:
+        raise RuntimeError("compiled engine: an access queue overflowed a ring")
+    buf[(head + n) % buf.shape[0]] = value
+    return n + 1
+
+
 @njit
 def full_until(st, q, now, store):
     """`AccessQueue.full_until`: -1.0 if an instruction (a `store`) may enter at `now`, else the cycle
@@ -99,18 +108,9 @@ def queue_access(st, q, stage, first_q, step, count, now, units, unified, store)
         done = data_passed(st, stage // 2, stage % 2, now, units, done)
         if done > row.free:
             row.free = done
-    buf = st.q_buf[q]
-    cap = buf.shape[0]
-    if row.n >= cap:
-        raise RuntimeError("compiled engine: an access queue overflowed its ring")
-    buf[(row.head + row.n) % cap] = done
-    row.n += 1
+    row.n = _push(st.q_buf[q], row.head, row.n, done)
     if store and row.sdepth > 0:
-        sbuf = st.qs_buf[q]
-        if row.sn >= sbuf.shape[0]:
-            raise RuntimeError("compiled engine: an access queue overflowed its store ring")
-        sbuf[(row.shead + row.sn) % sbuf.shape[0]] = done
-        row.sn += 1
+        row.sn = _push(st.qs_buf[q], row.shead, row.sn, done)
     return start, done
 
 

@@ -75,24 +75,29 @@ DEVI void stamp(long long* out, long long t0, long long t1) {
     }
 }
 
+// The timed frame of the rate kernels: two passes of `iters` iterations of U accesses (the statement
+// after NEXT, with I the access and OFF = I * STEP its offset), then `NEXT`; the second pass is timed.
+#define TIMED_PASSES(STEP, OFF, NEXT, ...)                                                               \
+    long long t0 = 0;                                                                                    \
+    _Pragma("unroll 1") for (int rep = 0; rep < 2; ++rep) {                                              \
+        __syncthreads();                                                                                 \
+        t0 = clk();                                                                                      \
+        _Pragma("unroll 1") for (int i = 0; i < iters; ++i) {                                            \
+            unroll<0, STEP>([&]<int I, int OFF>() { __VA_ARGS__; });                                     \
+            NEXT;                                                                                        \
+        }                                                                                                \
+    }                                                                                                    \
+    stamp(out, t0, clk());
+
 // loads at [base + lane*stride + k*4096] (k = 0..U-1: U different lines for every lane stride used
 // here); `flip` XORs the pointer every iteration (0: the same lines again: L1 hits with .ca)
 #define LDG_KERNEL(NAME, LD)                                                                             \
     extern "C" __global__ void ldg_##NAME(const char* base, unsigned* sink, long long* out, int iters,    \
                                           int stride, unsigned long long flip) {             \
         const char* p = base + (threadIdx.x & 31) * stride;                                              \
-        unsigned acc[4] = {0, 0, 0, 0};                                                                           \
-        long long t0 = 0;                                                                                \
-        _Pragma("unroll 1") for (int rep = 0; rep < 2; ++rep) {                                          \
-            __syncthreads();                                                                             \
-            t0 = clk();                                                                                  \
-            _Pragma("unroll 1") for (int i = 0; i < iters; ++i) {                                        \
-                unroll<0, 4096>([&]<int I, int OFF>() { LD; });                                          \
-                p = (const char*)((unsigned long long)p ^ flip);                                         \
-            }                                                                                            \
-        }                                                                                                \
-        stamp(out, t0, clk());                                                                           \
-        keep(acc, sink);                                                                           \
+        unsigned acc[4] = {0, 0, 0, 0};                                                                  \
+        TIMED_PASSES(4096, OFF, p = (const char*)((unsigned long long)p ^ flip), LD)                     \
+        keep(acc, sink);                                                                                 \
     }
 LDG_KERNEL(ca32, LD32("ca"))
 LDG_KERNEL(ca64, LD64("ca"))
@@ -217,16 +222,7 @@ STG_KERNEL(128, 16, ST128)
                                                                   unsigned v) {                          \
         extern __shared__ __align__(16) char smem[];                                                     \
         unsigned a = (unsigned)__cvta_generic_to_shared(smem) + (threadIdx.x & 31) * stride;              \
-        long long t0 = 0;                                                                                \
-        _Pragma("unroll 1") for (int r = 0; r < 2; ++r) {                                                \
-            __syncthreads();                                                                             \
-            t0 = clk();                                                                                  \
-            _Pragma("unroll 1") for (int i = 0; i < iters; ++i) {                                        \
-                unroll<0, 128>([&]<int I, int K>() { PTX; });                                                   \
-                v += 1;                                                                                  \
-            }                                                                                            \
-        }                                                                                                \
-        stamp(out, t0, clk());                                                                           \
+        TIMED_PASSES(128, K, v += 1, PTX)                                                                \
     }
 STS_KERNEL(32, STS32)
 STS_KERNEL(64, STS64)
@@ -250,16 +246,7 @@ STS_KERNEL(128, STS128)
         extern __shared__ __align__(16) char smem[];                                                     \
         unsigned a = (unsigned)__cvta_generic_to_shared(smem) + (threadIdx.x & 31) * stride;              \
         unsigned acc[4] = {0, 0, 0, 0};                                                                  \
-        long long t0 = 0;                                                                                \
-        _Pragma("unroll 1") for (int r = 0; r < 2; ++r) {                                                \
-            __syncthreads();                                                                             \
-            t0 = clk();                                                                                  \
-            _Pragma("unroll 1") for (int i = 0; i < iters; ++i) {                                        \
-                unroll<0, 512>([&]<int I, int K>() { PTX; });                                                   \
-                a ^= flip;                                                                               \
-            }                                                                                            \
-        }                                                                                                \
-        stamp(out, t0, clk());                                                                           \
+        TIMED_PASSES(512, K, a ^= flip, PTX)                                                             \
         keep(acc, sink);                                                                                 \
     }
 LDS_KERNEL(32, LDS32)

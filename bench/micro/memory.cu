@@ -253,6 +253,19 @@ LDS_KERNEL(32, LDS32)
 LDS_KERNEL(64, LDS64)
 LDS_KERNEL(128, LDS128)
 
+// Two passes of N accesses (`PTX`, using k), the clock read into t[0] before and t[k + 1] after each;
+// `AFTER_PASS` at each pass's end. The second pass's stamps are the ones kept.
+#define STAMPED_PASSES(N, PTX, AFTER_PASS)                                                               \
+    _Pragma("unroll 1") for (int r = 0; r < 2; ++r) {                                                    \
+        __syncwarp();                                                                                    \
+        t[0] = clk();                                                                                    \
+        _Pragma("unroll") for (int k = 0; k < N; ++k) {                                                  \
+            PTX;                                                                                         \
+            t[k + 1] = clk();                                                                            \
+        }                                                                                                \
+        AFTER_PASS;                                                                                      \
+    }
+
 // issue_lds<bits>_w: ONE warp (every `every`-th) issues NW conflict-free 64/128-bit shared loads (2 / 4
 // wavefronts) back to back with the clock read after each: once its sub-partition's MIO queue is full, the
 // gaps say how many wavefronts per cycle one sub-partition passes for wide loads (32-way conflicting LDS.32:
@@ -268,15 +281,7 @@ constexpr int NW = 32;
         DECL;                                                                                            \
         unsigned acc = 0;                                                                                \
         long long t[NW + 1];                                                                             \
-        _Pragma("unroll 1") for (int r = 0; r < 2; ++r) {                                                \
-            __syncwarp();                                                                                \
-            t[0] = clk();                                                                                \
-            _Pragma("unroll") for (int k = 0; k < NW; ++k) {                                             \
-                PTX;                                                                                     \
-                t[k + 1] = clk();                                                                        \
-            }                                                                                            \
-            _Pragma("unroll") for (int k = 0; k < NW; ++k) acc ^= FOLD;                                  \
-        }                                                                                                \
+        STAMPED_PASSES(NW, PTX, _Pragma("unroll") for (int k = 0; k < NW; ++k) acc ^= FOLD);             \
         if ((threadIdx.x & 31) == 0)                                                                     \
             for (int k = 0; k <= NW; ++k) out[wid * (NW + 1) + k] = t[k];                                \
         if (acc == 0x12345678u) sink[0] = acc;                                                           \
@@ -321,18 +326,6 @@ CHASE_KERNEL(128, { unsigned z, u, v; asm volatile("ld.shared.v4.u32 {%0,%1,%2,%
 
 // ---- issue timestamps of one warp: when does the warp's next access have to wait? -------------------
 constexpr int NQ = 48;
-// Two passes of NQ accesses (`PTX`, using k), the clock read into t[0] before and t[k + 1] after each;
-// `AFTER_PASS` at each pass's end. The second pass's stamps are the ones kept.
-#define STAMPED_PASSES(PTX, AFTER_PASS)                                                                  \
-    _Pragma("unroll 1") for (int r = 0; r < 2; ++r) {                                                    \
-        __syncwarp();                                                                                    \
-        t[0] = clk();                                                                                    \
-        _Pragma("unroll") for (int k = 0; k < NQ; ++k) {                                                 \
-            PTX;                                                                                         \
-            t[k + 1] = clk();                                                                            \
-        }                                                                                                \
-        AFTER_PASS;                                                                                      \
-    }
 #define ISSUE_KERNEL(NAME, SETUP, PTX)                                                                   \
     extern "C" __global__ void issue_##NAME(const char* gbase, long long* out, unsigned* sink, int stride,  \
                                             int every) {                                                 \
@@ -342,7 +335,7 @@ constexpr int NQ = 48;
         SETUP;                                                                                           \
         unsigned acc = 0, x[NQ];                                                                         \
         long long t[NQ + 1];                                                                             \
-        STAMPED_PASSES(PTX, _Pragma("unroll") for (int k = 0; k < NQ; ++k) acc ^= x[k]);                 \
+        STAMPED_PASSES(NQ, PTX, _Pragma("unroll") for (int k = 0; k < NQ; ++k) acc ^= x[k]);             \
         if ((threadIdx.x & 31) == 0)                                                                     \
             for (int k = 0; k <= NQ; ++k) out[wid * (NQ + 1) + k] = t[k];                                \
         if (acc == 0x12345678u) sink[0] = acc;                                                           \
@@ -381,7 +374,7 @@ ISSUE_KERNEL(stg, char* q = (char*)gbase + (threadIdx.x & 31) * stride, ISSUE_ST
         const char* p1 = gbase + (1 << 19) + lane * 4;                                                   \
         unsigned acc = 0, x[NQ];                                                                         \
         long long t[NQ + 1];                                                                             \
-        STAMPED_PASSES(ISSUE_XQ_PTX, _Pragma("unroll") for (int k = 0; k < NQ; ++k) acc ^= x[k]);        \
+        STAMPED_PASSES(NQ, ISSUE_XQ_PTX, _Pragma("unroll") for (int k = 0; k < NQ; ++k) acc ^= x[k]);    \
         if ((threadIdx.x & 31) == 0)                                                                     \
             for (int k = 0; k <= NQ; ++k) out[wid * (NQ + 1) + k] = t[k];                                \
         if (acc == 0x12345678u) sink[0] = acc;                                                           \
@@ -404,7 +397,7 @@ ISSUE_XQ_KERNEL(lds_ldg, false)
         unsigned d[NQ];                                                                                  \
         _Pragma("unroll") for (int k = 0; k < NQ; ++k) d[k] = threadIdx.x * 977u + k * 131u + sink[k & 63]; \
         long long t[NQ + 1];                                                                             \
-        STAMPED_PASSES(PTX, );                                                                           \
+        STAMPED_PASSES(NQ, PTX, );                                                                       \
         unsigned acc = 0;                                                                                \
         _Pragma("unroll") for (int k = 0; k < NQ; ++k) acc ^= d[k];                                      \
         if ((threadIdx.x & 31) == 0)                                                                     \

@@ -298,13 +298,8 @@ def m_lds(b: Bench) -> dict:
     res["issue"] = {}
     for bits in (64, 128):
         for label, block, every in (("w1", 32, 1), ("sp2", 256, 4)):
-            out = cp.zeros((block // 32) * (NW + 1), dtype=cp.int64)
-            runs = []
-            for _ in range(3):
-                b.launch(f"issue_lds{bits}_w", 1, block, (out, sink, np.int32(every)), shared=32 * 1024)
-                b.sync()
-                t = out.get().reshape(block // 32, NW + 1)
-                runs.append({int(w): [int(t[w, i + 1] - t[w, i]) for i in range(NW)] for w in range(0, block // 32, every)})
+            runs, _ = _issue_runs(b, f"issue_lds{bits}_w", block, every, 0, None, sink, n=NW, shared=32 * 1024,
+                                  args=lambda out, every=every: (out, sink, np.int32(every)))
             res["issue"][f"lds{bits}_{label}"] = {"gaps": runs[-1], "all_runs": runs}
     # load-to-use latency: one warp's dependent chain (chase_lds<bits>), 4096 steps
     # (chase1_lds<bits>: the same chain run by lane 0 alone)
@@ -343,17 +338,20 @@ def m_issue(b: Bench) -> dict:
     return res
 
 
-def _issue_runs(b: Bench, kernel: str, block: int, every: int, stride: int, g, sink) -> tuple[list, object]:
+def _issue_runs(b: Bench, kernel: str, block: int, every: int, stride: int, g, sink, n: int = NQ,
+                args=None, shared: int = 16 * 1024) -> tuple[list, object]:
     """Three launches of issue kernel `kernel` (one CTA of `block` threads, every `every`-th warp
-    issuing): per launch, each issuing warp's gaps between its NQ accesses; and the last launch's stamps."""
+    issuing): per launch, each issuing warp's gaps between its `n` accesses; and the last launch's
+    stamps. The kernel's arguments: (g, out, sink, stride, every), or `args(out)`."""
     cp, np = b.cp, b.np
-    out = cp.zeros((block // 32) * (NQ + 1), dtype=cp.int64)
+    out = cp.zeros((block // 32) * (n + 1), dtype=cp.int64)
+    launch_args = args(out) if args else (g, out, sink, np.int32(stride), np.int32(every))
     runs = []
     for _ in range(3):
-        b.launch(kernel, 1, block, (g, out, sink, np.int32(stride), np.int32(every)), shared=16 * 1024)
+        b.launch(kernel, 1, block, launch_args, shared=shared)
         b.sync()
-        t = out.get().reshape(block // 32, NQ + 1)
-        runs.append({int(w): [int(t[w, i + 1] - t[w, i]) for i in range(NQ)] for w in range(0, block // 32, every)})
+        t = out.get().reshape(block // 32, n + 1)
+        runs.append({int(w): [int(t[w, i + 1] - t[w, i]) for i in range(n)] for w in range(0, block // 32, every)})
     return runs, t
 
 
@@ -379,7 +377,7 @@ def m_issue4(b: Bench) -> dict:
     How many 32-way-conflicting LDS (32-line LDG) each issues before its first long gap says whether
     the ~30-deep queue of `issue.*_w1` is per sub-partition (each ~30) or per SM (~30 in all); the
     steady gaps say how the SM's stage is shared (4 x 32 units per gap: 128 cycles at 1 per cycle)."""
-    cp, np = b.cp, b.np
+    cp = b.cp
     res = {"method": f"issue_<kind>: {NQ} accesses each followed by CS2R SR_CLOCKLO, warps 0-3 of one 128-thread "
                      "CTA (one per sub-partition); second of two passes; gaps[k] = t[k+1] - t[k] in SM cycles",
            "cases": {}}
@@ -387,13 +385,7 @@ def m_issue4(b: Bench) -> dict:
     sink = cp.zeros(64, dtype=cp.uint32)
     for kind in ("lds", "ldg"):
         for stride in (4, 128):
-            out = cp.zeros(4 * (NQ + 1), dtype=cp.int64)
-            runs = []
-            for _ in range(3):
-                b.launch(f"issue_{kind}", 1, 128, (g, out, sink, np.int32(stride), np.int32(1)), shared=16 * 1024)
-                b.sync()
-                t = out.get().reshape(4, NQ + 1)
-                runs.append({int(w): [int(t[w, i + 1] - t[w, i]) for i in range(NQ)] for w in range(4)})
+            runs, _ = _issue_runs(b, f"issue_{kind}", 128, 1, stride, g, sink)
             res["cases"][f"{kind}_s{stride}_sp4"] = {"gaps": runs[-1], "all_runs": runs, "stride_bytes": stride}
     return res
 

@@ -360,27 +360,16 @@ ISSUE_KERNEL(stg, char* q = (char*)gbase + (threadIdx.x & 31) * stride, ISSUE_ST
         if (LDG_FIRST) asm volatile("ld.shared.u32 %0, [%1];" : "=r"(x[k]) : "r"(a1 + k * 128) : "memory"); \
         else asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(x[k]) : "l"(p1 + k * 128) : "memory");  \
     }
-#define ISSUE_XQ_KERNEL(NAME, FIRST)                                                                     \
-    extern "C" __global__ void issue_xq_##NAME(const char* gbase, long long* out, unsigned* sink, int stride, \
-                                               int every) {                                              \
-        extern __shared__ __align__(16) char smem[];                                                     \
-        constexpr bool LDG_FIRST = FIRST;                                                                \
-        int wid = threadIdx.x >> 5;                                                                      \
-        if (wid % every) return;                                                                         \
-        const unsigned lane = threadIdx.x & 31;                                                          \
-        const unsigned a = (unsigned)__cvta_generic_to_shared(smem) + lane * stride;                     \
-        const unsigned a1 = (unsigned)__cvta_generic_to_shared(smem) + lane * 4;                         \
-        const char* p = gbase + lane * stride;                                                           \
-        const char* p1 = gbase + (1 << 19) + lane * 4;                                                   \
-        unsigned acc = 0, x[NQ];                                                                         \
-        long long t[NQ + 1];                                                                             \
-        STAMPED_PASSES(NQ, ISSUE_XQ_PTX, _Pragma("unroll") for (int k = 0; k < NQ; ++k) acc ^= x[k]);    \
-        if ((threadIdx.x & 31) == 0)                                                                     \
-            for (int k = 0; k <= NQ; ++k) out[wid * (NQ + 1) + k] = t[k];                                \
-        if (acc == 0x12345678u) sink[0] = acc;                                                           \
-    }
-ISSUE_XQ_KERNEL(ldg_lds, true)
-ISSUE_XQ_KERNEL(lds_ldg, false)
+// (issue_xq_<a>_<b> is an ISSUE_KERNEL whose setup names both kinds' addresses and which comes first)
+#define ISSUE_XQ_SETUP(FIRST)                                                                            \
+    constexpr bool LDG_FIRST = FIRST;                                                                    \
+    const unsigned lane = threadIdx.x & 31;                                                              \
+    const unsigned a = (unsigned)__cvta_generic_to_shared(smem) + lane * stride;                         \
+    const unsigned a1 = (unsigned)__cvta_generic_to_shared(smem) + lane * 4;                             \
+    const char* p = gbase + lane * stride;                                                               \
+    const char* p1 = gbase + (1 << 19) + lane * 4
+ISSUE_KERNEL(xq_ldg_lds, ISSUE_XQ_SETUP(true), ISSUE_XQ_PTX)
+ISSUE_KERNEL(xq_lds_ldg, ISSUE_XQ_SETUP(false), ISSUE_XQ_PTX)
 
 // ---- issue timestamps of stores whose data registers stay live to the end (run_memory.py --only issue_st):
 // issue_stg / issue_sts above reuse a register the previous store still reads for the next clock, so their

@@ -20,6 +20,8 @@
 //                            drain, load-to-use latency (32 lanes / one lane)
 //   issue_xq_<a>_<b>         one kind fills the queue, then the other: one queue for LDS and LDG?
 //   mix_pace*                LDS warps beside LDG (or FFMA-only) warps far below the stage's rate
+//   mix_burst                a burst of L1-missing LDGs, then LDS groups: when do the misses take the data stage?
+//   pair_probe               one sector of each line, then its neighbour: what an L1 miss fetches and keeps
 //   read_twice               every thread reads its part of a buffer twice (grid-stride): DRAM read bytes
 //                            (Nsight) show whether the buffer survived in L2 between the passes.
 //   write_once               writes a buffer once: DRAM write bytes show how much L2 writes back in-kernel.
@@ -469,6 +471,60 @@ MIX_KERNEL(mix_lds_ldgmiss, 1, true)
 MIX_KERNEL(mix_lds128_ldgmiss, 4, true)
 MIX_KERNEL(mix_lds_ldgplain, 1, false, true)
 MIX_KERNEL(mix_lds128_ldgplain, 4, false, true)
+
+// ---- when do an L1 miss's lines pass the data stage: at issue, or as they come back? -------------------
+// mix_burst: 1 CTA of 32 warps per SM. The warps in `ldg` (at most one per sub-partition: warp w reads
+// block 4 * CTA + w % 4 of 64 KiB) each issue 16 plain LDG.E whose 32 lanes touch 32 lines (lane*128 +
+// k*4096: the whole block), all new to L1 (this launch's region `goff` of gbase:
+// from DRAM, or from L2 where the previous launch read the same region), and stamp the cycle all 16 have
+// returned. The warps in `lds` run `groups` groups of 16 conflict-free LDS.64 (2 wavefronts each) and stamp
+// after each group. If a miss's 32 lines take the SM's data stage as it is issued, the first LDS groups
+// slow down at once; if as its data return (L2 / DRAM pace), later and less.
+extern "C" __global__ void __launch_bounds__(1024) mix_burst(const char* gbase, unsigned* sink, long long* out,
+                                                             int groups, unsigned ldg, unsigned lds,
+                                                             long long goff) {
+    extern __shared__ __align__(16) char smem[];
+    int wid = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    unsigned a = (unsigned)__cvta_generic_to_shared(smem) + lane * 8;
+    const char* p = gbase + goff + (long long)(blockIdx.x * 4 + (wid & 3)) * (U * 4096) + lane * 128;
+    unsigned acc[4] = {0, 0, 0, 0};
+    long long* o = out + (long long)(blockIdx.x * 32 + wid) * (groups + 1);
+    __syncthreads();
+    long long t0 = clk();
+    if ((ldg >> wid) & 1u) {
+        unroll<0, 4096>([&]<int I, int OFF>() { LDP32; });
+        if ((acc[0] | acc[1] | acc[2] | acc[3]) == 0x12345678u) t0 = 0;  // waits for every load's data
+        if (lane == 0) { o[0] = t0; o[1] = clk(); }
+    } else if ((lds >> wid) & 1u) {
+        if (lane == 0) o[0] = t0;
+        _Pragma("unroll 1") for (int g = 0; g < groups; ++g) {
+            unroll<0, 256>([&]<int I, int K>() {
+                unsigned v, w;
+                asm volatile("ld.shared.v2.u32 {%0,%1}, [%2+%3];" : "=r"(v), "=r"(w) : "r"(a), "n"(K) : "memory");
+                acc[I & 3] ^= v ^ w;
+            });
+            a ^= 4096;
+            long long t = clk();
+            if (lane == 0) o[g + 1] = t;
+        }
+    }
+    keep(acc, sink);
+}
+
+// pair_probe: does an L1 miss fetch more than its sector (cudaLimitMaxL2FetchGranularity), and does L1
+// keep what came with it? Each warp loads one sector of each of 512 lines (lane*128 + k*4096, 16 plain
+// LDG.E of 32 lines), waits for them, then the sector `second` bytes further on in every line (32: the
+// other half of the first one's 64-byte pair; 64: the other pair). Nsight's L1 hits and L2 sectors of
+// the second pass tell what the first brought.
+extern "C" __global__ void __launch_bounds__(1024) pair_probe(const char* gbase, unsigned* sink, int second) {
+    int wid = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const char* p = gbase + (long long)(blockIdx.x * 32 + wid) * (U * 4096) + lane * 128;
+    unsigned acc[4] = {0, 0, 0, 0};
+    unroll<0, 4096>([&]<int I, int OFF>() { LDP32; });
+    p += second + ((acc[0] ^ acc[1] ^ acc[2] ^ acc[3]) == 0x12345678u ? 4 : 0);  // after every first load's data
+    unroll<0, 4096>([&]<int I, int OFF>() { LDP32; });
+    keep(acc, sink);
+}
 
 // ---- L2 state: read a buffer twice, write a buffer once ------------------------------------------------
 extern "C" __global__ void read_twice(const float4* __restrict__ src, float* sink, long long n4) {

@@ -603,6 +603,65 @@ def m_mix3(b: Bench) -> dict:
     return res
 
 
+BURST_GROUPS = 24
+BURST_LDS = 0xFFFFFFF0  # warps 4-31: 7 LDS warps per sub-partition (warps 0-3: one per sub-partition)
+
+
+def m_burst(b: Bench) -> dict:
+    """When do an L1 miss's lines take the SM's data stage (mix_burst)? 1 CTA of 32 warps per SM: warps
+    4-31 run BURST_GROUPS groups of 16 conflict-free LDS.64 and stamp each group's end; at the same start,
+    warps 0-3 (`ldg4`) or 0-1 (`ldg2`) each issue 16 LDG.E touching 32 lines (512 lines, 64 KiB per warp,
+    new to L1) and stamp when all have returned. The LDGs' region is new to L2 (`dram`: each launch its
+    own) or was read by the launch before (`l2`: the same region twice, the second launch kept). Per
+    case: the median over SMs of each group's end (the latest LDS warp of the CTA, cycles from the CTA's
+    first stamp), the LDG warps' return, three launches. `none`: no LDG warps. If a miss's lines take
+    the stage at issue, the first groups end later than in `none`; if as the data return, later ones do."""
+    cp, np = b.cp, b.np
+    G, warps = BURST_GROUPS, 32
+    region = b.sms * 4 * U * 4096  # bytes one launch's LDG warps may read
+    buf = cp.zeros(12 * region, dtype=cp.uint8)
+    sink = cp.zeros(1 << 16, dtype=cp.uint32)
+    out = cp.zeros(b.sms * warps * (G + 1), dtype=cp.int64)
+    res = {"method": f"mix_burst, 1 CTA of 32 warps per SM (16 KB dynamic shared); LDS warps (mask {BURST_LDS:#x}): "
+                     f"{G} x 16 ld.shared.v2.u32 at lane*8 + k*256, clock after each group; LDG warps: 16 ld.global.u32 "
+                     "at lane*128 + k*4096 (32 lines each, 64 KiB per warp), clock when all returned; cycles from the "
+                     "CTA's first stamp, median over SMs; three launches", "groups": G, "cases": {}}
+
+    def launch(ldg, goff):
+        b.launch("mix_burst", b.sms, 32 * warps, (buf, sink, out, np.int32(G), np.uint32(ldg), np.uint32(BURST_LDS),
+                                                  np.int64(goff)), shared=16 * 1024)
+        b.sync()
+        o = out.get().reshape(b.sms, warps, G + 1)
+        lds = [w for w in range(warps) if BURST_LDS >> w & 1]
+        ldw = [w for w in range(warps) if ldg >> w & 1]
+        t0 = o[:, :, 0][:, lds + ldw].min(axis=1)
+        ends = (o[:, lds, 1:].max(axis=1) - t0[:, None])  # (sms, G)
+        rec = {"group_end": [float(np.median(ends[:, g])) for g in range(G)]}
+        if ldw:
+            ret = o[:, ldw, 1] - t0[:, None]
+            rec["ldg_return_median"] = float(np.median(ret.max(axis=1)))
+            rec["ldg_return_sm0"] = [int(x) for x in ret[0]]
+        rec["group_end_sm0"] = [int(x) for x in ends[0]]
+        return rec
+
+    fresh = iter(range(12))
+    for name, ldg, mode in (("none", 0, None), ("ldg4_dram", 0xF, "dram"), ("ldg2_dram", 0x3, "dram"),
+                            ("ldg2_l2", 0x3, "l2"), ("ldg4_l2", 0xF, "l2")):
+        runs = []
+        for _ in range(3):
+            if mode == "dram":
+                runs.append(launch(ldg, next(fresh) * region))
+            elif mode == "l2":
+                goff = 11 * region
+                launch(ldg, goff)  # brings the region into L2
+                runs.append(launch(ldg, goff))
+            else:
+                runs.append(launch(ldg, 0))
+        res["cases"][name] = {"ldg_mask": hex(ldg), "region": mode, "runs": runs}
+    del buf
+    return res
+
+
 PACE_LDS = 0x0F0F0F0F  # warps 0-3, 8-11, ...: 4 LDS warps per sub-partition (warp id mod 4)
 PACE_LDG = 0xF0F0F0F0  # the other 16: 4 LDG warps per sub-partition
 
@@ -783,6 +842,20 @@ def ncu_child(cubin: str, only: str = "") -> None:
         cp.get_default_memory_pool().free_all_blocks()
     if only == "wrap":
         return
+    if only == "burst":  # mix_burst's LDG warps alone: 2 and 4 per SM, 16 LDG each of one sector in each of 32 lines
+        region = b.sms * 4 * U * 4096
+        g = cp.zeros(2 * region, dtype=cp.uint8)
+        for i, ldg in enumerate((0x3, 0xF)):
+            b.launch("mix_burst", b.sms, 1024, (g, sink, cp.zeros(b.sms * 32 * (BURST_GROUPS + 1), dtype=cp.int64),
+                                                np.int32(BURST_GROUPS), np.uint32(ldg), np.uint32(0), np.int64(i * region)),
+                     shared=16 * 1024)
+        b.sync()
+        big = cp.zeros(b.sms * 32 * U * 4096, dtype=cp.uint8)
+        for block in (1024, 32):  # 32 warps per SM: 1 MiB of pairs per SM, more than L1 and (all SMs) L2 hold; 1 warp: 32 KiB
+            for second in (32, 64):
+                b.launch("pair_probe", b.sms, block, (big, sink, np.int32(second)))
+        b.sync()
+        return
     for mb in NCU_SIZES_MB:
         n4 = (mb << 20) // 16
         buf = cp.ones(n4 * 4, dtype=cp.float32)
@@ -833,9 +906,9 @@ def main() -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--ncu", action="store_true", help="also profile with Nsight Compute")
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
-    ap.add_argument("--ncu-only", default="", help="with --ncu: 'wrap' profiles only the wrapped-load kernels")
+    ap.add_argument("--ncu-only", default="", help="with --ncu: 'wrap' profiles only the wrapped-load kernels, 'burst' only mix_burst's LDG warps and pair_probe")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
-    ap.add_argument("--only", default="", help="comma list: ldg,wrap,scatter,partition,stream,stg,stg_scatter,sts,lds,issue,issue4,xq,issue_st,war,st_order,mix,mix2,mix3,pace,launch,bandwidth")
+    ap.add_argument("--only", default="", help="comma list: ldg,wrap,scatter,partition,stream,stg,stg_scatter,sts,lds,issue,issue4,xq,issue_st,war,st_order,mix,mix2,mix3,pace,burst,launch,bandwidth")
     args = ap.parse_args()
     if args.ncu_child:
         ncu_child(args.ncu_child, args.ncu_only)
@@ -854,7 +927,7 @@ def main() -> int:
     b = Bench(comp["cubin"])
     b.launch("empty", 1, 32, (b.np.uint64(0),))
     groups = {"ldg": m_ldg_rates, "bcast": m_bcast, "wrap": m_wrap, "scatter": m_scatter, "partition": m_partition, "stream": m_stream, "stg": m_stg, "stg_scatter": m_stg_scatter, "sts": m_sts, "lds": m_lds, "issue": m_issue,
-              "issue4": m_issue4, "xq": m_xq, "issue_st": m_issue_st, "war": m_war, "st_order": m_st_order, "mix": m_mix, "mix2": m_mix2, "mix3": m_mix3, "pace": m_pace,
+              "issue4": m_issue4, "xq": m_xq, "issue_st": m_issue_st, "war": m_war, "st_order": m_st_order, "mix": m_mix, "mix2": m_mix2, "mix3": m_mix3, "pace": m_pace, "burst": m_burst,
               "launch": m_launch, "bandwidth": m_bandwidth_events}
     only = {s for s in args.only.split(",") if s}
     for name, fn in groups.items():

@@ -6,7 +6,8 @@ The cases cover the paths of the model: Hopper with L1-cached loads and the per-
 stores through L2 with write-back, a warm L2, shared-memory queues and conflicts, Maxwell control
 codes with dual issue, DEPBAR and the FP64 pipe, Kepler's register scoreboard and dual issue,
 control codes ignored, the lrr and two_level policies, several CTA waves, and a tight L2 and
-dirty limit (evictions and write-backs of dirty sectors), a short reach of dirty data, and shared
+dirty limit (evictions and write-backs of dirty sectors), a short reach of dirty data, L2 misses
+that bring a block of sectors from DRAM (`dram_fetch_bytes`), and shared
 and global accesses on one data stage (the H100's) or on stages of their own.
 """
 
@@ -33,6 +34,7 @@ CASES = {
     "hopper-tiny-l2": ("copy_float4", "h100", 128, {"memory.l2.effective_size_bytes": 65536,
                                                     "memory.l2.dirty_limit_bytes": 16384}, {}),
     "hopper-dirty-reach": ("coalescedMultiply", "h100", 128, {"memory.l2.dirty_reach_bytes": 4096}, {}),
+    "hopper-fetch-block": ("sgemm_naive_rowmajor", "h100", 64, {"memory.l2.dram_fetch_bytes": 128}, {}),  # one sector a lane
     "hopper-few-sms": ("sgemm_maxas_128", "h100", 256, {"sm_count": 3}, {}),
     "hopper-unified-stage": ("naiveMatMatMul", "h100", 64, {"memory.l1.unified_data_stage": True}, {}),  # LDS and 32-line LDGs on one stage
     "hopper-separate-stages": ("naiveMatMatMul", "h100", 64, {}, {}),

@@ -134,3 +134,26 @@ def test_a_cta_emulated_beside_the_sampled_ones_is_footprint_only():
     assert D.grid_footprint(emu, wl, cfg, n) is not None
     assert (D.time_emulated(emu, wl, cfg, n, "sampled", ctas=ctas).model_dump()
             == D.time_emulated(alone, wl, cfg, n, "sampled").model_dump())
+
+
+def _isolated(step):
+    """A grid whose CTA (x, y) loads rows of A (whole blocks) and one sector per row of B at column
+    step * x, the other half of its 64-byte pair loaded by nobody."""
+    out = {}
+    for c in range(16):
+        x, y = c % 4, c // 4
+        out[(c, 0, 0)] = np.arange(y * 256, (y + 1) * 256, dtype=np.uint64)
+        out[(c, 1, 0)] = (1 << 20) + np.array([r * 1024 + step * x for r in range(64)], dtype=np.uint64)
+    return out
+
+
+def test_loads_read_whole_fetch_blocks_where_their_sets_move_by_blocks():
+    """memory.l2.dram_fetch_bytes: an L2 miss brings its aligned block (H100: 64 bytes, two sectors),
+    so B's isolated sectors cost two each; a set moving by a step that is not a whole block keeps the
+    sector count."""
+    grid, kinds = (4, 4, 1), np.array([LOAD, LOAD], np.int8)
+    fp = GridFootprint.fit(_isolated(2), kinds, grid)
+    assert waves(fp, 16, 4, 10_000, None, None)[0] == 4 * 256 + 4 * 64
+    assert waves(fp, 16, 4, 10_000, None, None, fetch=2)[0] == 4 * 256 + 2 * 4 * 64
+    fp = GridFootprint.fit(_isolated(3), kinds, grid)
+    assert waves(fp, 16, 4, 10_000, None, None, fetch=2)[0] == waves(fp, 16, 4, 10_000, None, None)[0]

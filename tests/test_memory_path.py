@@ -235,6 +235,33 @@ def test_read_twice_fits_within_the_effective_capacity(h100):
         assert mem.dram.read_bytes == expect * n * 32
 
 
+def test_an_l2_miss_brings_its_sectors_64_byte_pair(h100):
+    """memory19_h100.json pair_probe: one sector of each of many lines, its neighbour not asked for,
+    costs 64 DRAM bytes and 2 L2 misses a sector, and the neighbour is then an L2 hit; the other pair of
+    the line is fetched anew; whole lines read no more than their sectors."""
+    n = 512
+    mem = MemorySystem(h100, h100.clock_mhz)
+    mem.fetch(0.0, [8 * i for i in range(n)], 0.0)  # sector 0 of every other line
+    assert mem.dram.read_bytes == n * 64 and mem.l2.misses == 2 * n
+    mem.fetch(0.0, [8 * i + 1 for i in range(n)], 0.0)
+    assert mem.dram.read_bytes == n * 64 and mem.l2.hits == n
+    mem.fetch(0.0, [8 * i + 2 for i in range(n)], 0.0)
+    assert mem.dram.read_bytes == 2 * n * 64
+    whole = MemorySystem(h100, h100.clock_mhz)
+    whole.fetch(0.0, range(4 * n), 0.0)
+    assert whole.dram.read_bytes == 4 * n * 32 and whole.l2.misses == 4 * n
+    alone = apply_overrides(h100, {"memory.l2.dram_fetch_bytes": None})
+    one = MemorySystem(alone, alone.clock_mhz)
+    one.fetch(0.0, [8 * i for i in range(n)], 0.0)
+    assert one.dram.read_bytes == n * 32 and one.l2.misses == n
+
+
+def test_dram_fetch_block_must_be_a_power_of_two_sectors(h100):
+    for bad in (48, 16, 256):
+        with pytest.raises(GpusimError, match="dram_fetch_bytes"):
+            apply_overrides(h100, {"memory.l2.dram_fetch_bytes": bad})
+
+
 def test_dirty_data_are_written_back_once_they_leave_the_reuse_reach(h100):
     """dram_writes_h100.json (the rule, scaled to a 1 MiB reach): an output written in 16 chunks while
     an input of H is re-read before each chunk keeps reach - H of it dirty (wr_hot); an output written

@@ -230,6 +230,10 @@ class L2Config(_Model):
     """Dirty data stay only among this many bytes of the most recently reused sectors (stores and
     L2 hits, an LRU order); a dirty sector that falls out is written back (gpusim/timing/mem/l2.py).
     None: no such limit."""
+    dram_fetch_bytes: int | None = Field(default=None, ge=1)
+    """Bytes a read that misses L2 brings from DRAM: the missing sector's aligned block of this size,
+    every sector of it absent from L2 and not asked for by the same request filled alongside (counted
+    as L2 misses, as Nsight counts them). None: the sector alone."""
     write_bandwidth_bytes_per_cycle: float | None = Field(default=None, gt=0)
     """Bytes per cycle L2 accepts from stores (whole chip); None: `bandwidth_bytes_per_cycle`. A
     store is charged its sectors plus `write_line_sectors` per line it touches."""
@@ -241,6 +245,13 @@ class L2Config(_Model):
     before a profiled launch). warm: the state after a previous launch of the same kernel on the same
     buffers (CUDA-event loops relaunch back to back): the previous launch's sectors, up to the L2
     capacity, those it wrote still dirty (gpusim/timing/mem/l2.py)."""
+
+    @model_validator(mode="after")
+    def _fetch_block(self) -> "L2Config":
+        v = self.dram_fetch_bytes
+        if v is not None and (v & (v - 1) or v < 32 or v > 128):
+            raise ValueError(f"dram_fetch_bytes must be 32, 64 or 128 (a power of two from a sector to a line), got {v}")
+        return self
 
 
 class DramConfig(_Model):

@@ -153,7 +153,7 @@ class GPU:
         sectors = (lambda b: None if b is None else int(b) // sb)
         reads, writes = waves(fp, self._grid_ctas(), active * max(1, occ.ctas_per_sm),
                               sectors(l2.effective_size_bytes or l2.size_bytes), sectors(l2.dirty_limit_bytes),
-                              sectors(l2.dirty_reach_bytes))
+                              sectors(l2.dirty_reach_bytes), max(1, (l2.dram_fetch_bytes or sb) // sb))
         return reads * sb, writes * sb
 
     def _load_sectors_touched(self) -> int:

@@ -44,7 +44,7 @@ CONFIG = np.dtype([("control_mode", "?"), ("dual", "i8"), ("policy", "i8"), ("tw
                    ("sampled", "?"), ("sector_shift", "i8"), ("loop_branch", "i8"), ("room_records", "i8"),
                    ("room_rows", "i8"), ("room_sectors", "i8"), ("room_strides", "i8")])
 MEMORY = np.dtype([("sector_bytes", "i8"), ("l2_latency", "f8"), ("l2_bpc", "f8"), ("write_cost", "f8"),
-                   ("line_sectors", "f8"), ("sectors_per_line", "i8"), ("dram_bpc", "f8"), ("dram_latency", "f8"),
+                   ("line_sectors", "f8"), ("sectors_per_line", "i8"), ("fetch_sectors", "i8"), ("dram_bpc", "f8"), ("dram_latency", "f8"),
                    ("l1_latency", "f8"), ("caches_loads", "?"), ("miss_limit", "i8"), ("reach", "i8"),
                    ("l2q_free", "f8"), ("dram_free", "f8"), ("l2_queue_bytes", "f8"), ("l2_bytes", "i8"),
                    ("dram_read", "i8"), ("dram_write", "i8"),
@@ -96,7 +96,7 @@ State = namedtuple("State", [
     # caches
     "l1_slots", "l1_links", "l1_keys", "l1_vals", "l1_meta", "l1_free", "l1_counts", "l2", "l2_counts", "dirty", "reach",
     # the grid's CTA queue (glob[0]: the next to hand out) and scratch space
-    "cta_queue", "glob", "order_buf", "scratch_sectors", "scratch_pend", "heap_buf",
+    "cta_queue", "glob", "order_buf", "scratch_sectors", "scratch_pend", "scratch_fill", "heap_buf",
     # sampled mode: per warp id its loop (`LOOP`, back edges, strides per parity), stride entries, the
     # trace's addresses and exec masks per row, rows stores wrote, per SM its finished CTAs' residences
     "lp", "lp_backs", "lp_sv", "lp_soff", "lp_sn", "str_off", "str_row", "str_stride", "addr", "mem_exec",
@@ -175,7 +175,7 @@ def build(gpu, occ, ctas, arrays: dict, primed: int | None = None, sampled: dict
     l1 = L1(cfg, memory)
     mem = np.zeros(1, dtype=MEMORY)
     mem[0] = (memory.sector_bytes, memory.l2_latency, memory.l2_queue.bytes_per_cycle, memory.write_cost,
-              memory.line_sectors or 0.0, memory.sectors_per_line, memory.dram.queue.bytes_per_cycle, memory.dram.latency,
+              memory.line_sectors or 0.0, memory.sectors_per_line, memory.fetch_sectors, memory.dram.queue.bytes_per_cycle, memory.dram.latency,
               l1.latency, l1.caches_loads, -1 if l1.miss_limit is None else l1.miss_limit, memory.reach_capacity,
               0, 0, 0, 0, 0, 0, -1.0 if memory.dram_fraction is None else memory.dram_fraction, 0.0)
     # per static instruction
@@ -264,7 +264,7 @@ def build(gpu, occ, ctas, arrays: dict, primed: int | None = None, sampled: dict
         cta_queue=cta_queue, glob=glob,
         order_buf=np.zeros(occ.ctas_per_sm * gpu.warps_per_cta, dtype=np.int64),
         scratch_sectors=np.zeros(MAX_SECTORS, dtype=np.int64), scratch_pend=np.zeros(SB_CAPACITY),
-        heap_buf=np.zeros((n_sm + 1, 4)), **loops, res=res))
+        scratch_fill=np.zeros(4, dtype=np.int64), heap_buf=np.zeros((n_sm + 1, 4)), **loops, res=res))
 
 
 def _contiguous(st: State) -> State:
@@ -389,6 +389,7 @@ def _as_state(owned):
     st.order_buf = _borrowed(owned.order_buf)
     st.scratch_sectors = _borrowed(owned.scratch_sectors)
     st.scratch_pend = _borrowed(owned.scratch_pend)
+    st.scratch_fill = _borrowed(owned.scratch_fill)
     st.heap_buf = _borrowed(owned.heap_buf)
     st.lp = _borrowed(owned.lp)
     st.lp_backs = _borrowed(owned.lp_backs)

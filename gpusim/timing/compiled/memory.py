@@ -233,11 +233,35 @@ def fetch(st, now, sectors, k, start):
             if m.reach > 0 and st.dirty[4][L.SIZE] > 0:  # before the first store the order does not matter
                 _reuse(st, m, s, now)
         else:
-            finish = dram_read(m, now, sb, start) if to_dram else start + m.dram_latency
+            extra = _fetched_with(st, s, m.fetch_sectors, sectors, k) if m.fetch_sectors > 1 else 0
+            finish = dram_read(m, now, sb * (1 + extra), start) if to_dram else start + m.dram_latency
             _evicted(st, m, L.cache_fill(st.l2, s, finish), now)
+            for j in range(extra):  # its block's other sectors come with it
+                st.l2_counts[1] += 1
+                _evicted(st, m, L.cache_fill(st.l2, st.scratch_fill[j], finish), now)
         if finish > done:
             done = finish
     return done
+
+
+@njit
+def _fetched_with(st, s, block, sectors, k):
+    """`MemorySystem._fetched_with`: the other sectors of `s`'s aligned `block` that are not in L2 and
+    not among sectors[:k], put in `st.scratch_fill`; how many."""
+    n = 0
+    b = s - s % block
+    for x in range(b, b + block):
+        if x == s or L.find(st.l2, x):
+            continue
+        asked = False
+        for i in range(k):
+            if sectors[i] == x:
+                asked = True
+                break
+        if not asked:
+            st.scratch_fill[n] = x
+            n += 1
+    return n
 
 
 @njit

@@ -113,20 +113,36 @@ class GridFootprint:
             moving.setdefault((int(kind_of_pc[p]), tuple(stride.tolist())), []).append(s0)
         return cls({key: _unique(np.concatenate(sets)) for key, sets in moving.items()}, grid)
 
-    def sectors(self, ctas: np.ndarray, kind: int, modulus: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    def aligned(self, kind: int, block: int) -> bool:
+        """Whether every set of `kind` moves by whole blocks of `block` sectors."""
+        return all(not (stride % block).any() for k, stride, _ in self.sets if k == kind)
+
+    def sectors(self, ctas: np.ndarray, kind: int, modulus: int = 1, block: int = 1) -> tuple[np.ndarray, np.ndarray]:
         """Distinct sectors the CTAs' accesses of `kind` touch, and how many (CTA, instruction)
-        footprints touch each; with `modulus` p > 1 only the sectors that are 0 modulo p (a sample)."""
+        footprints touch each; with `modulus` p > 1 only the sectors that are 0 modulo p (a sample).
+        With `block` > 1 (the sets `aligned` to it): every sector of the aligned blocks of `block`
+        sectors they touch (an L2 miss's DRAM fetch, `memory.l2.dram_fetch_bytes`), the sample taken by
+        block (block id 0 modulo p)."""
+        if block > 1:
+            blocks, weights = self._sectors(ctas, kind, modulus, block)
+            return (blocks[:, None] * block + np.arange(block)).ravel(), np.repeat(weights, block)
+        return self._sectors(ctas, kind, modulus, 1)
+
+    def _sectors(self, ctas: np.ndarray, kind: int, modulus: int, block: int) -> tuple[np.ndarray, np.ndarray]:
+        """`sectors` in units of `block` sectors (block ids)."""
         bidx = block_index(ctas, self.grid)
         parts, weights = [], []
         for i, (k, stride, s0) in enumerate(self.sets):
             if k != kind:
                 continue
+            if block > 1:
+                stride, s0 = stride // block, _unique(s0 // block)
             offsets, counts = np.unique(bidx @ stride, return_counts=True)
             if modulus == 1:
                 parts.append((s0[None, :] + offsets[:, None]).ravel())
                 weights.append(np.repeat(counts, len(s0)))
                 continue
-            buckets = self._residues(i, modulus)
+            buckets = self._residues(i, modulus, block)
             need = (-offsets) % modulus  # the residue of CTA 0's sectors that an offset moves to 0
             for q in np.unique(need):
                 b, at = buckets[q], need == q
@@ -140,13 +156,14 @@ class GridFootprint:
         first = np.flatnonzero(np.r_[True, secs[1:] != secs[:-1]])
         return secs[first], np.add.reduceat(weights, first) if len(first) else weights
 
-    def _residues(self, i: int, modulus: int) -> dict:
-        """CTA 0's sectors of set i by their residue modulo `modulus` (worked out once)."""
-        if (i, modulus) not in self._buckets:
-            s0 = self.sets[i][2]
+    def _residues(self, i: int, modulus: int, block: int = 1) -> dict:
+        """CTA 0's sectors (blocks of `block` sectors) of set i by their residue modulo `modulus`
+        (worked out once)."""
+        if (i, modulus, block) not in self._buckets:
+            s0 = self.sets[i][2] if block == 1 else _unique(self.sets[i][2] // block)
             res = s0 % modulus
-            self._buckets[(i, modulus)] = {int(q): s0[res == q] for q in range(modulus)}
-        return self._buckets[(i, modulus)]
+            self._buckets[(i, modulus, block)] = {int(q): s0[res == q] for q in range(modulus)}
+        return self._buckets[(i, modulus, block)]
 
     def entries(self, n_ctas: int, slots: int) -> int:
         """Sector entries `waves` builds over the grid (before removing repeats): its time and memory."""
@@ -180,20 +197,23 @@ def _after(sets: list) -> np.ndarray:
 
 
 def waves(fp: GridFootprint, n_ctas: int, slots: int, capacity: int, dirty_limit: int | None,
-          reach: int | None) -> tuple[int, int]:
+          reach: int | None, fetch: int = 1) -> tuple[int, int]:
     """(sectors read from DRAM, sectors written back to DRAM during the kernel), from a cold L2;
     capacity, dirty_limit and reach in sectors (the last two None where the card has no such rule).
     The L2 holds, when a wave starts, the sectors of the latest whole waves that fit in it together
     (each sector counted in the wave that touched it last). Grids of more than `MAX_ENTRIES` sector
     entries are replayed on a sample: the sectors that are 0 modulo the smallest odd prime p that
     brings them under it, against 1/p of each limit, the counts scaled by p (an odd prime shares no
-    factor with the power-of-two strides of matrices, so every residue gets its share)."""
+    factor with the power-of-two strides of matrices, so every residue gets its share). `fetch` > 1:
+    loads read whole aligned blocks of that many sectors (`memory.l2.dram_fetch_bytes`), where every
+    load set moves by whole blocks (else sectors alone)."""
     p = _modulus(fp.entries(n_ctas, slots))
     capacity, dirty_limit, reach = (None if x is None else max(1, x // p) for x in (capacity, dirty_limit, reach))
     loads, sharers, outs = [], [], []
+    block = fetch if fetch > 1 and fp.aligned(LOAD, fetch) else 1
     for w0 in range(0, n_ctas, slots):
         ctas = np.arange(w0, min(n_ctas, w0 + slots))
-        sec, n = fp.sectors(ctas, LOAD, p)
+        sec, n = fp.sectors(ctas, LOAD, p, block)
         loads.append(sec)
         sharers.append(n)
         outs.append(fp.sectors(ctas, STORE, p)[0])

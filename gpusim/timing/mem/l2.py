@@ -104,6 +104,7 @@ class MemorySystem:
             if l2.write_bandwidth_bytes_per_cycle else 1.0
         self.line_sectors = l2.write_line_sectors  # a store's lines cost this many sectors more each
         self.sectors_per_line = max(1, 128 // sb)
+        self.fetch_sectors = max(1, (l2.dram_fetch_bytes or sb) // sb)  # sectors a read miss brings from DRAM
         limit = l2.dirty_limit_bytes if l2.dirty_limit_bytes is not None else self.l2.capacity * sb
         self.dirty_capacity = max(1, int(limit * (share if dirty_share is None else dirty_share)) // sb)
         self.dirty: OrderedDict[int, None] = OrderedDict()  # dirty sectors, oldest write first
@@ -140,11 +141,25 @@ class MemorySystem:
                 if self.reach_capacity and self.dirty:  # before the first store the order does not matter
                     self._reuse(s, now)
             else:
-                finish = self.dram.read(now, sb, start) if to_dram else start + self.dram.latency
+                extra = self._fetched_with(s, sectors) if self.fetch_sectors > 1 else ()
+                n = 1 + len(extra)
+                finish = self.dram.read(now, sb * n, start) if to_dram else start + self.dram.latency
                 self._evicted(self.l2.fill(s, finish), now)
+                for x in extra:  # its block's other sectors come with it
+                    self.l2.misses += 1
+                    self._evicted(self.l2.fill(x, finish), now)
             if finish > done:
                 done = finish
         return done
+
+    def _fetched_with(self, s: int, asked) -> list[int]:
+        """The sectors a DRAM fetch of `s` brings along (`dram_fetch_bytes`): the rest of its aligned
+        block, those not in L2 and not in the request `asked` (which fetches them itself). H100: an
+        isolated 32-byte sector costs 2 L2 sectors and 64 DRAM bytes, and its neighbour is then an L2
+        hit (validation/h100/micro/memory19_h100.json, pair_probe and mix_burst)."""
+        k = self.fetch_sectors
+        b = s - s % k
+        return [x for x in range(b, b + k) if x != s and x not in self.l2.sectors and x not in asked]
 
     # ---- stores ----------------------------------------------------------------------------------
     def store(self, now: float, sectors, start: float) -> tuple[float, float]:

@@ -13,6 +13,7 @@ reasons). The JSON says how each figure was taken; README.md beside this file ma
 from __future__ import annotations
 
 import argparse
+import itertools
 import csv
 import io
 import json
@@ -627,30 +628,32 @@ def m_burst(b: Bench) -> dict:
                      "at lane*128 + k*4096 (32 lines each, 64 KiB per warp), clock when all returned; cycles from the "
                      "CTA's first stamp, median over SMs; three launches", "groups": G, "cases": {}}
 
-    def launch(ldg, goff):
-        b.launch("mix_burst", b.sms, 32 * warps, (buf, sink, out, np.int32(G), np.uint32(ldg), np.uint32(BURST_LDS),
+    def launch(ldg, goff, lds_mask=BURST_LDS):
+        b.launch("mix_burst", b.sms, 32 * warps, (buf, sink, out, np.int32(G), np.uint32(ldg), np.uint32(lds_mask),
                                                   np.int64(goff)), shared=16 * 1024)
         b.sync()
         o = out.get().reshape(b.sms, warps, G + 1)
-        lds = [w for w in range(warps) if BURST_LDS >> w & 1]
+        lds = [w for w in range(warps) if lds_mask >> w & 1]
         ldw = [w for w in range(warps) if ldg >> w & 1]
         t0 = o[:, :, 0][:, lds + ldw].min(axis=1)
-        ends = (o[:, lds, 1:].max(axis=1) - t0[:, None])  # (sms, G)
-        rec = {"group_end": [float(np.median(ends[:, g])) for g in range(G)]}
+        rec = {}
+        if lds:
+            ends = (o[:, lds, 1:].max(axis=1) - t0[:, None])  # (sms, G)
+            rec["group_end"] = [float(np.median(ends[:, g])) for g in range(G)]
+            rec["group_end_sm0"] = [int(x) for x in ends[0]]
         if ldw:
             ret = o[:, ldw, 1] - t0[:, None]
             rec["ldg_return_median"] = float(np.median(ret.max(axis=1)))
             rec["ldg_return_sm0"] = [int(x) for x in ret[0]]
-        rec["group_end_sm0"] = [int(x) for x in ends[0]]
         return rec
 
-    fresh = iter(range(12))
+    fresh = itertools.count()  # regions 0-10 in turn (a region's last reader ran 10 launches before: out of L2)
     for name, ldg, mode in (("none", 0, None), ("ldg4_dram", 0xF, "dram"), ("ldg2_dram", 0x3, "dram"),
                             ("ldg2_l2", 0x3, "l2"), ("ldg4_l2", 0xF, "l2")):
         runs = []
         for _ in range(3):
             if mode == "dram":
-                runs.append(launch(ldg, next(fresh) * region))
+                runs.append(launch(ldg, next(fresh) % 11 * region))
             elif mode == "l2":
                 goff = 11 * region
                 launch(ldg, goff)  # brings the region into L2
@@ -658,6 +661,13 @@ def m_burst(b: Bench) -> dict:
             else:
                 runs.append(launch(ldg, 0))
         res["cases"][name] = {"ldg_mask": hex(ldg), "region": mode, "runs": runs}
+    # the LDG warps from DRAM, 1-4 per SM (one per sub-partition), with the LDS warps and alone: where
+    # does the LDS warps' early wait (ldg4_dram) start, and do the returns alone slow down with it?
+    for n in (1, 2, 3, 4):
+        ldg = (1 << n) - 1
+        for lds_mask, tag in ((BURST_LDS, "lds"), (0, "alone")):
+            runs = [launch(ldg, next(fresh) % 11 * region, lds_mask) for _ in range(3)]
+            res["cases"][f"sweep_ldg{n}_{tag}"] = {"ldg_mask": hex(ldg), "region": "dram", "lds": tag, "runs": runs}
     del buf
     return res
 

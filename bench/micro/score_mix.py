@@ -10,6 +10,7 @@ simulated units per cycle. It fits nothing; `memory.l1.mixed_line_cycles` in con
 is the one parameter these cases set (see its comment).
 
     python bench/micro/score_mix.py [--set memory.l1.unified_data_stage=true ...]
+    python bench/micro/score_mix.py --ends      # the measured per-kind end times (no simulation)
 """
 
 from __future__ import annotations
@@ -39,7 +40,11 @@ SCALE = 16  # the measurement's 16384 units per warp, divided by this (the same 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--set", action="append", default=[], help="config override FIELD=VALUE (as gpusim run --set)")
+    ap.add_argument("--ends", action="store_true", help="print when each kind's warps end in the measured mixes")
     args = ap.parse_args(argv)
+    if args.ends:
+        print_ends()
+        return 0
     over = {"sm_count": 1, "kernel_overhead_cycles": 0, "launch_overhead_us": 0}
     try:  # gpusim run's own parsing and checks: YAML values, one-line errors naming the field
         cfg = apply_overrides(load_gpu("h100"), {**over, **_parse_sets(args.set)})
@@ -83,6 +88,33 @@ def simulate_case(cfg, ldg_mask: int, active_mask: int, lds_units: int, ldg_unit
     n_lds = bin(active_mask & ~ldg_mask & 0xFFFFFFFF).count("1")
     n_ldg = bin(active_mask & ldg_mask).count("1")
     return (n_lds * lds_units + n_ldg * ldg_units) / r.cycles
+
+
+def print_ends() -> None:
+    """Per measured mix (SM 0 of the kept launch): the median end of the LDG warps and of the LDS
+    warps (cycles from the CTA's first start), and how many units each kind passed before the first
+    kind's warps ended, the other kind's rest taken at its rate alone (the kind's own `*16` case)."""
+    print(f"{'file':9s} {'point':20s} {'case':14s} {'units/ldg':>9s} {'units/lds':>9s} {'ldg end':>8s} {'lds end':>8s}  first  "
+          "other kind's share passed by then")
+    for f, key in ((RESULT, "mix"), (RESULT2, "mix2"), (RESULT3, "mix3")):
+        d = json.loads(f.read_text())[key]
+        for point, v in (d["points"] if "points" in d else {"ldg32l_lds1w": d}).items():
+            alone = {k: c["units_per_cycle"] for k, c in v["cases"].items() if k in ("lds16", "ldg16")}
+            for name, c in v["cases"].items():
+                if not name.startswith("mix") or "end_offsets_sm0" not in c:
+                    continue
+                act, ldg = int(c["active_mask"], 16), int(c["ldg_mask"], 16)
+                on = [w for w in range(32) if act >> w & 1]
+                ends = dict(zip(on, c["end_offsets_sm0"]))
+                e_ldg = float(np.median([ends[w] for w in on if ldg >> w & 1]))
+                e_lds = float(np.median([ends[w] for w in on if not ldg >> w & 1]))
+                first, t0, t1 = ("ldg", e_ldg, e_lds) if e_ldg < e_lds else ("lds", e_lds, e_ldg)
+                other = "lds" if first == "ldg" else "ldg"
+                units = c[f"{other}_warps"] * v[f"units_per_{other}_warp"]
+                rest = (t1 - t0) * alone.get(f"{other}16", 1.0)  # what the other kind passed alone after
+                print(f"{f.name[:9]:9s} {point:20s} {name:14s} {c.get('lines_per_ldg', 32):9d} "
+                      f"{c.get('wavefronts_per_lds', 1):9d} {e_ldg:8.0f} {e_lds:8.0f}  {first:5s}  "
+                      f"{max(0.0, 1 - rest / units):.2f}")
 
 
 def cases():

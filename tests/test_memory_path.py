@@ -163,6 +163,26 @@ def test_mixed_lds_ldg_microbenchmarks_are_scored():
     assert float(lines[-1].split()[2].rstrip("%")) <= 14.0
 
 
+def test_score_mix_ends_say_which_kind_ends_first():
+    """score_mix.py --ends (no simulation): in every measured 16 + 16 mix of 32-line LDGs with LDS of 1-4
+    wavefronts the LDG warps end first and the LDS warps have passed under a fifth of their units by
+    then; where both kinds take one unit an access (ldg1l_lds1w) the other kind has passed most of its."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = str(Path(__file__).resolve().parents[1] / "bench/micro/score_mix.py")
+    out = subprocess.run([sys.executable, script, "--ends"], capture_output=True, text=True, check=True).stdout
+    rows = [line.split() for line in out.splitlines()[1:]]
+    assert len(rows) == 44
+    for r in rows:
+        point, case, first, share = r[1], r[2], r[7], float(r[8])
+        if point.startswith("ldg32l_lds") and not point.endswith("32w") and "miss" not in point and case == "mix16_16":
+            assert first == "ldg" and share < 0.2, r
+        if point == "ldg1l_lds1w":
+            assert share > 0.9, r
+
+
 def test_score_mix_bad_override_is_one_line():
     """score_mix.py --set parses as gpusim run --set: a malformed or invalid override is one line, exit 2."""
     import subprocess

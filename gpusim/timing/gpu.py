@@ -398,6 +398,7 @@ class GPU:
         out["l1_misses"] = cached - out["l1_hits"]
         lookups = out["l1_misses"] + uncached  # L2's, by loads (stores are not looked up)
         out["l2_bytes"] = (lookups + stores) * self.cfg.memory.l1.sector_bytes
+        lookups += out.get("l2_block_fills", 0)  # and the sectors misses brought alongside (scaled as traffic)
         # write-backs cannot exceed what the grid stores (each CTA's stores once, scaled by CTAs only:
         # the fast-forwarded loop iterations of GEMMs store nothing); scaled like the loads, the
         # simulated SMs' write-backs came to 3-6x the 32 MB a 2048^2 DGEMM writes. Write-backs are scaled

@@ -258,7 +258,7 @@ def build(gpu, occ, ctas, arrays: dict, primed: int | None = None, sampled: dict
         l1_vals=np.zeros((n_sm, node)),
         l1_meta=np.tile(np.array([0, l1_cap, 0, L.table_bits(l1_cap)], dtype=np.int64), (n_sm, 1)),
         l1_free=np.zeros((n_sm, node + 1), dtype=np.int32), l1_counts=np.zeros((n_sm, 2), dtype=np.int64),
-        l2=_lru_from(memory.l2.sectors, memory.l2.capacity), l2_counts=np.zeros(2, dtype=np.int64),
+        l2=_lru_from(memory.l2.sectors, memory.l2.capacity), l2_counts=np.zeros(3, dtype=np.int64),
         dirty=_lru_from(memory.dirty, memory.dirty_capacity),
         reach=_lru_from(memory.reach, max(1, memory.reach_capacity)),
         cta_queue=cta_queue, glob=glob,
@@ -538,7 +538,7 @@ def results(gpu, st: State, status: int, m: int):
                                    timeline=None))
     mem = st.mem[0]
     counters = memory_counters(int(st.l2_counts[0]), int(st.l2_counts[1]), int(mem["l2_bytes"]), int(mem["dram_read"]),
-                               int(mem["dram_write"]))
+                               int(mem["dram_write"]), int(st.l2_counts[2]))
     return sms, SimpleNamespace(counters=lambda: counters)
 
 

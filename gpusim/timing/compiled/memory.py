@@ -236,6 +236,7 @@ def fetch(st, now, sectors, k, start):
             extra = _fetched_with(st, s, m.fetch_sectors, sectors, k) if m.fetch_sectors > 1 else 0
             finish = dram_read(m, now, sb * (1 + extra), start) if to_dram else start + m.dram_latency
             _evicted(st, m, L.cache_fill(st.l2, s, finish), now)
+            st.l2_counts[2] += extra
             for j in range(extra):  # its block's other sectors come with it
                 st.l2_counts[1] += 1
                 _evicted(st, m, L.cache_fill(st.l2, st.scratch_fill[j], finish), now)

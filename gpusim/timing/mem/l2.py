@@ -105,6 +105,7 @@ class MemorySystem:
         self.line_sectors = l2.write_line_sectors  # a store's lines cost this many sectors more each
         self.sectors_per_line = max(1, 128 // sb)
         self.fetch_sectors = max(1, (l2.dram_fetch_bytes or sb) // sb)  # sectors a read miss brings from DRAM
+        self.block_fills = 0  # sectors filled alongside a missed one (counted as L2 misses too)
         limit = l2.dirty_limit_bytes if l2.dirty_limit_bytes is not None else self.l2.capacity * sb
         self.dirty_capacity = max(1, int(limit * (share if dirty_share is None else dirty_share)) // sb)
         self.dirty: OrderedDict[int, None] = OrderedDict()  # dirty sectors, oldest write first
@@ -145,6 +146,7 @@ class MemorySystem:
                 n = 1 + len(extra)
                 finish = self.dram.read(now, sb * n, start) if to_dram else start + self.dram.latency
                 self._evicted(self.l2.fill(s, finish), now)
+                self.block_fills += len(extra)
                 for x in extra:  # its block's other sectors come with it
                     self.l2.misses += 1
                     self._evicted(self.l2.fill(x, finish), now)
@@ -248,10 +250,13 @@ class MemorySystem:
 
     def counters(self) -> dict:
         return memory_counters(self.l2.hits, self.l2.misses, round(self.l2_bytes), self.dram.read_bytes,
-                               self.dram.write_bytes)
+                               self.dram.write_bytes, self.block_fills)
 
 
-def memory_counters(l2_hits: int, l2_misses: int, l2_bytes: int, dram_read: int, dram_write: int) -> dict:
-    """The memory system's counters as results carry them (both engines)."""
+def memory_counters(l2_hits: int, l2_misses: int, l2_bytes: int, dram_read: int, dram_write: int,
+                    block_fills: int = 0) -> dict:
+    """The memory system's counters as results carry them (both engines). L2 lookups (hits + misses)
+    are the sectors loads ask L2 for plus `l2_block_fills`, the sectors a miss brought alongside
+    (`dram_fetch_bytes`), which Nsight counts as lookup misses too."""
     return {"l2_hits": l2_hits, "l2_misses": l2_misses, "l2_bytes": l2_bytes, "dram_read_bytes": dram_read,
-            "dram_write_bytes": dram_write, "dram_bytes": dram_read + dram_write}
+            "dram_write_bytes": dram_write, "dram_bytes": dram_read + dram_write, "l2_block_fills": block_fills}

@@ -276,6 +276,24 @@ def test_an_l2_miss_brings_its_sectors_64_byte_pair(h100):
     assert one.dram.read_bytes == n * 32 and one.l2.misses == n
 
 
+def test_a_warm_l2_holds_the_blocks_the_previous_launch_fetched(h100):
+    """`initial: warm` after a launch whose loads read one sector of every other line: L2 holds each
+    of those sectors and the other half of its 64-byte pair, which the fetch brought."""
+    import numpy as np
+
+    from gpusim.timing.gpu import GPU
+    from timing_kit import program, trace
+
+    prog = program("sm_90", [("LDG.E R11, desc[UR4][R6.64]", {"stall": 1}), ("EXIT", {"stall": 1})])
+    t = trace(prog, 1)
+    t.addresses[:] = (1 << 20) + np.arange(32, dtype=np.uint64) * 256
+    warm = apply_overrides(h100, {"memory.l2.initial": "warm"})
+    mem = MemorySystem(warm, warm.clock_mhz)
+    GPU(prog, t, warm)._warm(mem)
+    asked = {((1 << 20) + 256 * i) // 32 for i in range(32)}
+    assert set(mem.l2.sectors) == asked | {s + 1 for s in asked}
+
+
 def test_dram_fetch_block_must_be_a_power_of_two_sectors(h100):
     for bad in (48, 16, 256):
         with pytest.raises(GpusimError, match="dram_fetch_bytes"):

@@ -284,6 +284,14 @@ class GPU:
         within = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
         secs = np.asarray(self._sector_list, dtype=np.uint64)[first + within]
         stored = np.repeat(kinds[sel] == GSTORE, counts)
+        k = memory.fetch_sectors
+        if k > 1:  # its read misses brought their blocks' other sectors too (`dram_fetch_bytes`), clean
+            pos = np.arange(len(secs))
+            load = ~stored
+            blocks = (secs[load] - secs[load] % np.uint64(k))[:, None] + np.arange(k, dtype=np.uint64)
+            order = np.argsort(np.concatenate([pos[stored], np.repeat(pos[load], k)]), kind="stable")
+            secs = np.concatenate([secs[stored], blocks.ravel()])[order]
+            stored = np.concatenate([np.ones(int(stored.sum()), bool), np.zeros(blocks.size, bool)])[order]
         _, last_rev = np.unique(secs[::-1], return_index=True)  # each sector's last occurrence ...
         order = np.sort(len(secs) - 1 - last_rev)  # ... in the order of last touch
         keep = order[-min(memory.l2.capacity, max(1, int(len(order) * share))):]

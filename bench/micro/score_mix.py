@@ -11,6 +11,7 @@ is the one parameter these cases set (see its comment).
 
     python bench/micro/score_mix.py [--set memory.l1.unified_data_stage=true ...]
     python bench/micro/score_mix.py --ends      # the measured per-kind end times (no simulation)
+    python bench/micro/score_mix.py --turns     # the measured spans against a turn-taking rule (no simulation)
 """
 
 from __future__ import annotations
@@ -41,9 +42,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--set", action="append", default=[], help="config override FIELD=VALUE (as gpusim run --set)")
     ap.add_argument("--ends", action="store_true", help="print when each kind's warps end in the measured mixes")
+    ap.add_argument("--turns", action="store_true", help="score a turn-taking rule for the stage on the measured mixes")
     args = ap.parse_args(argv)
     if args.ends:
         print_ends()
+        return 0
+    if args.turns:
+        print_turns()
         return 0
     over = {"sm_count": 1, "kernel_overhead_cycles": 0, "launch_overhead_us": 0}
     try:  # gpusim run's own parsing and checks: YAML values, one-line errors naming the field
@@ -115,6 +120,46 @@ def print_ends() -> None:
                 print(f"{f.name[:9]:9s} {point:20s} {name:14s} {c.get('lines_per_ldg', 32):9d} "
                       f"{c.get('wavefronts_per_lds', 1):9d} {e_ldg:8.0f} {e_lds:8.0f}  {first:5s}  "
                       f"{max(0.0, 1 - rest / units):.2f}")
+
+
+def _mixes():
+    """(file name, point, case name, case, the point's cases) of every measured mix with per-warp ends."""
+    for f, key in ((RESULT, "mix"), (RESULT2, "mix2"), (RESULT3, "mix3")):
+        d = json.loads(f.read_text())[key]
+        for point, v in (d["points"] if "points" in d else {"ldg32l_lds1w": d}).items():
+            for name, c in v["cases"].items():
+                if name.startswith("mix") and "end_offsets_sm0" in c:
+                    yield f.name, point, name, c, v
+
+
+def turn_span(n_big: int, n_small: int, units: int, big: int, small: int, rate_small: float, rate: float) -> float:
+    """A candidate rule, not gpusim's: while both kinds have work the stage takes one access from every
+    warp in turn and every turn costs `big` cycles (the larger access's units), so the larger kind's
+    warps end after units / big rounds, U (n_big + n_small) cycles at `rate`, with the smaller kind
+    `small` / `big` through; the smaller kind's rest then passes alone at `rate_small`."""
+    first = units * (n_big + n_small) / rate
+    return first + n_small * units * (1 - small / big) / rate_small
+
+
+def print_turns() -> None:
+    """The measured spans of the mixes against `turn_span` (each kind's rate alone from the point's
+    own lds16 / ldg16 cases)."""
+    errors = []
+    print(f"{'point':20s} {'case':14s} {'measured':>9s} {'turns':>9s}  error")
+    for _, point, name, c, v in _mixes():
+        if name == "mix16_16_by_sp" or "miss" in point:  # by sub-partition / L1 misses: other limits
+            continue
+        alone = {k: v["cases"][k]["units_per_cycle"] for k in ("lds16", "ldg16")}
+        lines, wf = c.get("lines_per_ldg", 32), c.get("wavefronts_per_lds", 1)
+        n_ldg, n_lds = c["ldg_warps"], c["lds_warps"]
+        units = v["units_per_lds_warp"]
+        if lines >= wf:
+            span = turn_span(n_ldg, n_lds, units, lines, wf, alone["lds16"], min(alone.values()))
+        else:
+            span = turn_span(n_lds, n_ldg, units, wf, lines, alone["ldg16"], min(alone.values()))
+        errors.append(abs(span / c["span_cycles"] - 1))
+        print(f"{point:20s} {name:14s} {c['span_cycles']:9.0f} {span:9.0f}  {100 * (span / c['span_cycles'] - 1):+6.1f}%")
+    print(f"mean |error| {100 * float(np.mean(errors)):.1f}% over {len(errors)} cases, max {100 * max(errors):.1f}%")
 
 
 def cases():

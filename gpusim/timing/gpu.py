@@ -148,12 +148,13 @@ class GPU:
         if fp is None or self.cfg.memory.l2.initial == "warm":
             return None
         from gpusim.timing.mem.grid import waves
+        from gpusim.timing.mem.l2 import fetch_sectors
 
         l2, sb = self.cfg.memory.l2, self.cfg.memory.l1.sector_bytes
         sectors = (lambda b: None if b is None else int(b) // sb)
         reads, writes = waves(fp, self._grid_ctas(), active * max(1, occ.ctas_per_sm),
                               sectors(l2.effective_size_bytes or l2.size_bytes), sectors(l2.dirty_limit_bytes),
-                              sectors(l2.dirty_reach_bytes), max(1, (l2.dram_fetch_bytes or sb) // sb))
+                              sectors(l2.dirty_reach_bytes), fetch_sectors(self.cfg.memory))
         return reads * sb, writes * sb
 
     def _load_sectors_touched(self) -> int:
@@ -289,9 +290,9 @@ class GPU:
             pos = np.arange(len(secs))
             load = ~stored
             blocks = (secs[load] - secs[load] % np.uint64(k))[:, None] + np.arange(k, dtype=np.uint64)
-            order = np.argsort(np.concatenate([pos[stored], np.repeat(pos[load], k)]), kind="stable")
-            secs = np.concatenate([secs[stored], blocks.ravel()])[order]
-            stored = np.concatenate([np.ones(int(stored.sum()), bool), np.zeros(blocks.size, bool)])[order]
+            by_pos = np.argsort(np.concatenate([pos[stored], np.repeat(pos[load], k)]), kind="stable")
+            secs = np.concatenate([secs[stored], blocks.ravel()])[by_pos]
+            stored = np.concatenate([np.ones(int(stored.sum()), bool), np.zeros(blocks.size, bool)])[by_pos]
         _, last_rev = np.unique(secs[::-1], return_index=True)  # each sector's last occurrence ...
         order = np.sort(len(secs) - 1 - last_rev)  # ... in the order of last touch
         keep = order[-min(memory.l2.capacity, max(1, int(len(order) * share))):]

@@ -80,7 +80,8 @@ class GridFootprint:
         """`sets`: {(kind, strides along x, y, z): CTA 0's sectors that move so (sorted, distinct)}."""
         self.sets = [(kind, np.array(stride, np.int64), s0) for (kind, stride), s0 in sets.items()]
         self.grid = tuple(grid)
-        self._buckets: dict = {}  # (set index, modulus) -> CTA 0's sectors by residue (see `_residues`)
+        self._buckets: dict = {}  # (set index, modulus, block) -> CTA 0's blocks by residue (see `_residues`)
+        self._blocks: dict = {}  # (set index, block) -> the set's strides and CTA 0's sectors in blocks
 
     @classmethod
     def fit(cls, footprints: dict, kind_of_pc, grid) -> "GridFootprint | None":
@@ -132,11 +133,10 @@ class GridFootprint:
         """`sectors` in units of `block` sectors (block ids)."""
         bidx = block_index(ctas, self.grid)
         parts, weights = [], []
-        for i, (k, stride, s0) in enumerate(self.sets):
+        for i, (k, _, _) in enumerate(self.sets):
             if k != kind:
                 continue
-            if block > 1:
-                stride, s0 = stride // block, _unique(s0 // block)
+            stride, s0 = self._in_blocks(i, block)
             offsets, counts = np.unique(bidx @ stride, return_counts=True)
             if modulus == 1:
                 parts.append((s0[None, :] + offsets[:, None]).ravel())
@@ -156,11 +156,19 @@ class GridFootprint:
         first = np.flatnonzero(np.r_[True, secs[1:] != secs[:-1]])
         return secs[first], np.add.reduceat(weights, first) if len(first) else weights
 
+    def _in_blocks(self, i: int, block: int) -> tuple[np.ndarray, np.ndarray]:
+        """Set i's strides and CTA 0's distinct sectors in units of `block` sectors (worked out once)."""
+        if block == 1:
+            return self.sets[i][1], self.sets[i][2]
+        if (i, block) not in self._blocks:
+            self._blocks[(i, block)] = (self.sets[i][1] // block, _unique(self.sets[i][2] // block))
+        return self._blocks[(i, block)]
+
     def _residues(self, i: int, modulus: int, block: int = 1) -> dict:
         """CTA 0's sectors (blocks of `block` sectors) of set i by their residue modulo `modulus`
         (worked out once)."""
         if (i, modulus, block) not in self._buckets:
-            s0 = self.sets[i][2] if block == 1 else _unique(self.sets[i][2] // block)
+            s0 = self._in_blocks(i, block)[1]
             res = s0 % modulus
             self._buckets[(i, modulus, block)] = {int(q): s0[res == q] for q in range(modulus)}
         return self._buckets[(i, modulus, block)]

@@ -104,7 +104,7 @@ class MemorySystem:
             if l2.write_bandwidth_bytes_per_cycle else 1.0
         self.line_sectors = l2.write_line_sectors  # a store's lines cost this many sectors more each
         self.sectors_per_line = max(1, 128 // sb)
-        self.fetch_sectors = max(1, (l2.dram_fetch_bytes or sb) // sb)  # sectors a read miss brings from DRAM
+        self.fetch_sectors = fetch_sectors(mem)  # sectors a read miss brings from DRAM
         self.block_fills = 0  # sectors filled alongside a missed one (counted as L2 misses too)
         limit = l2.dirty_limit_bytes if l2.dirty_limit_bytes is not None else self.l2.capacity * sb
         self.dirty_capacity = max(1, int(limit * (share if dirty_share is None else dirty_share)) // sb)
@@ -251,6 +251,11 @@ class MemorySystem:
     def counters(self) -> dict:
         return memory_counters(self.l2.hits, self.l2.misses, round(self.l2_bytes), self.dram.read_bytes,
                                self.dram.write_bytes, self.block_fills)
+
+
+def fetch_sectors(mem) -> int:
+    """Sectors a read that misses L2 brings from DRAM (`memory.l2.dram_fetch_bytes`; 1: the sector alone)."""
+    return max(1, (mem.l2.dram_fetch_bytes or mem.l1.sector_bytes) // mem.l1.sector_bytes)
 
 
 def memory_counters(l2_hits: int, l2_misses: int, l2_bytes: int, dram_read: int, dram_write: int,

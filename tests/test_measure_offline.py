@@ -676,6 +676,21 @@ def test_profiler_with_the_dram_set_asks_for_dram_bytes_and_cycles_only(tmp_path
                              "gpu__time_duration.sum"}
 
 
+def test_profiler_with_the_l1_set_asks_for_the_data_stage_wavefronts(tmp_path):
+    """`--ncu-metrics l1`: one profile of the L1 data stage's wavefronts by memory space (global loads
+    cost their lanes' bank conflicts there, bench/micro/README.md memory22), and the parser takes it."""
+    from gpusim.measure import run
+
+    calls = []
+    res = ncu.NcuProfiler("ncu", tmp_path, runner=_fake_ncu(set(), calls), metric_set="l1").profile("w__n512", "k",
+                                                                                                     ["python3"])
+    assert res["error"] is None and len(calls) == 1
+    assert {"l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_read.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_cmd_read.sum",
+            "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"} <= set(calls[0])
+    assert "dram__bytes_write.sum" not in calls[0]
+    assert run.parse_args(["--out", "x", "--ncu-metrics", "l1"]).ncu_metrics == "l1"
+
+
 def test_profiler_drops_the_priming_launch(tmp_path):
     """The child's priming kernel is profiled first (Nsight's first profiled launch carries dirty data of
     its own) and its row never stands for the workload's launch."""

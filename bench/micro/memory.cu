@@ -22,6 +22,8 @@
 //   mix_pace*                LDS warps beside LDG (or FFMA-only) warps far below the stage's rate
 //   mix_burst                a burst of L1-missing LDGs, then LDS groups: when do the misses take the data stage?
 //   pair_probe               one sector of each line, then its neighbour: what an L1 miss fetches and keeps
+//   order_probe_<N>          N LDGs, then an LDS (same warp, same or other sub-partition): does it wait for them?
+//   l1p<B>_<ca|nc>           32-line / coalesced global loads that hit L1: their data-stage wavefronts (Nsight)
 //   read_twice               every thread reads its part of a buffer twice (grid-stride): DRAM read bytes
 //                            (Nsight) show whether the buffer survived in L2 between the passes.
 //   write_once               writes a buffer once: DRAM write bytes show how much L2 writes back in-kernel.
@@ -525,6 +527,106 @@ extern "C" __global__ void __launch_bounds__(1024) pair_probe(const char* gbase,
     unroll<0, 4096>([&]<int I, int OFF>() { LDP32; });
     keep(acc, sink);
 }
+
+// order_probe_<N>: does a shared load pass the global loads queued before it (one CTA of 8 warps)? Warp 0
+// issues N LDG.E (lane * `stride` + k * 64 KiB: 32 lines each at stride 128, one line at 4) from L1 (`hot`:
+// it loaded the same words before the barrier) or from L2, then (probe == 0) one conflict-free LDS.32 and an
+// add that uses it, clock after the add; then uses the LDGs, clock after. With probe = 4 (warp 0's
+// sub-partition) or 1 (another), that warp issues the LDS instead, `delay` cycles after the barrier (warp
+// 0's LDGs issued by then), clock before it and after its use. Stamps: out[0..4] = LDG start, LDS used
+// (warp 0), LDGs used, probe's LDS issue, probe's LDS used.
+template <int N>
+DEVI void order_body(const char* gbase, unsigned* sink, long long* out, int stride, int hot, int probe, int delay) {
+    extern __shared__ __align__(16) unsigned osm[];
+    const int wid = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    for (int i = threadIdx.x; i < 1024; i += blockDim.x) osm[i] = i;
+    const char* p = gbase + lane * stride;
+    unsigned acc = 0;
+    if (wid == 0 && hot) {
+#pragma unroll
+        for (int k = 0; k < N; ++k) {
+            unsigned v;
+            asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(v) : "l"(p + k * 65536) : "memory");
+            acc ^= v;
+        }
+        if (acc == 0x12345678u) sink[1] = acc;  // waits for the warm loads' data
+    }
+    __syncthreads();
+    const unsigned a = (unsigned)__cvta_generic_to_shared(osm) + lane * 4;
+    if (wid == 0) {
+        unsigned x[N > 0 ? N : 1];
+        long long t0 = clk(), t1 = 0;
+#pragma unroll
+        for (int k = 0; k < N; ++k) asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(x[k]) : "l"(p + k * 65536) : "memory");
+        if (probe == 0) {
+            unsigned y;
+            asm volatile("ld.shared.u32 %0, [%1];" : "=r"(y) : "r"(a) : "memory");
+            asm volatile("add.u32 %0, %0, 1;" : "+r"(y));
+            t1 = clk();
+            acc ^= y;
+        }
+#pragma unroll
+        for (int k = 0; k < N; ++k) acc ^= x[k];
+        asm volatile("add.u32 %0, %0, 1;" : "+r"(acc));
+        long long t2 = clk();
+        if (lane == 0) { out[0] = t0; out[1] = t1; out[2] = t2; }
+    } else if (wid == probe) {
+        long long s = clk();
+        while (clk() - s < delay) {}
+        long long t3 = clk();
+        unsigned y;
+        asm volatile("ld.shared.u32 %0, [%1];" : "=r"(y) : "r"(a) : "memory");
+        asm volatile("add.u32 %0, %0, 1;" : "+r"(y));
+        long long t4 = clk();
+        acc ^= y;
+        if (lane == 0) { out[3] = t3; out[4] = t4; }
+    }
+    if (acc == 0x12345678u) sink[0] = acc;
+}
+#define ORDER_KERNEL(N)                                                                                       \
+    extern "C" __global__ void order_probe_##N(const char* gbase, unsigned* sink, long long* out, int stride, \
+                                               int hot, int probe, int delay) {                               \
+        order_body<N>(gbase, sink, out, stride, hot, probe, delay);                                           \
+    }
+ORDER_KERNEL(0)
+ORDER_KERNEL(1)
+ORDER_KERNEL(2)
+ORDER_KERNEL(4)
+ORDER_KERNEL(8)
+ORDER_KERNEL(16)
+
+// l1p<BYTES>_<ca|nc>: how many L1 data-stage wavefronts does a global load cost (Nsight, run_memory.py
+// --ncu --ncu-only l1wf)? Each warp loads, `iters` times, one BYTES-wide element per lane at lane * `stride` +
+// (k * BYTES) % 128 in its own `wstride` bytes: with stride >= 128 every load touches 32 lines at one offset (stride
+// 128; a DGEMM's column loads of A) or at offsets 8 bytes apart lane to lane (stride 136), the same lines
+// each time, so all but the first 128 / BYTES loads hit L1; stride = BYTES: one coalesced request.
+template <int BYTES, bool NC>
+DEVI void l1p_body(const char* g, unsigned* sink, int stride, int iters, int wstride) {
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    const char* p = g + (long long)(blockIdx.x * (blockDim.x >> 5) + wid) * wstride + (long long)lane * stride;
+    unsigned acc = 0;
+#pragma unroll 4
+    for (int k = 0; k < iters; ++k) {
+        const char* a = p + (k * BYTES) % 128;
+        if constexpr (BYTES == 4) {
+            unsigned v = NC ? __ldg((const unsigned*)a) : *(const unsigned*)a;
+            acc ^= v;
+        } else {
+            uint2 v = NC ? __ldg((const uint2*)a) : *(const uint2*)a;
+            acc ^= v.x ^ v.y;
+        }
+    }
+    if (acc == 0x12345678u) sink[threadIdx.x] = acc;
+}
+#define L1P_KERNEL(BYTES, TAG, NC)                                                                       \
+    extern "C" __global__ void l1p##BYTES##_##TAG(const char* g, unsigned* sink, int stride, int iters,   \
+                                                  int wstride) {                                         \
+        l1p_body<BYTES, NC>(g, sink, stride, iters, wstride);                                            \
+    }
+L1P_KERNEL(4, ca, false)
+L1P_KERNEL(8, ca, false)
+L1P_KERNEL(4, nc, true)
+L1P_KERNEL(8, nc, true)
 
 // ---- L2 state: read a buffer twice, write a buffer once ------------------------------------------------
 extern "C" __global__ void read_twice(const float4* __restrict__ src, float* sink, long long n4) {

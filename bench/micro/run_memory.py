@@ -373,6 +373,50 @@ def m_xq(b: Bench) -> dict:
     return res
 
 
+ORDER_NS = (0, 1, 2, 4, 8, 16)
+
+
+def m_order(b: Bench) -> dict:
+    """Does a shared load pass global loads queued before it (memory.cu order_probe_<N>)? One CTA of 8
+    warps: warp 0 issues N LDG.E (32 lines each at stride 128, one line at 4) that hit L1 (`l1`: loaded
+    before the barrier), L2 (`l2`) or DRAM (`dram`: a region no launch read before), then one conflict-free LDS whose use is timed: by warp 0 itself
+    (`same_warp`), or `delay` cycles after the barrier by warp 4 (`same_sp`, warp 0's sub-partition) or
+    warp 1 (`other_sp`). If the LDS passes the queued LDGs its time stays near an LDS's latency (~30
+    cycles); if it waits for them in its sub-partition's queue it grows with N x lines / 0.5 per cycle."""
+    cp, np = b.cp, b.np
+    res = {"method": "order_probe_<N>: one CTA of 256 threads, 4 KiB shared; stamps: t0 before warp 0's LDGs, "
+                     "t1 after warp 0's use of its LDS, t2 after its use of all LDGs, t3/t4 before the probe warp's "
+                     "LDS and after its use; three launches, all kept (the first may find the lines in neither L1 "
+                     "nor L2)", "cases": {}}
+    g = cp.zeros(4 << 20, dtype=cp.uint8)
+    fresh = cp.zeros(256 << 20, dtype=cp.uint8)  # `dram`: each launch reads 2 MiB never read before
+    regions = itertools.count()
+    sink = cp.zeros(64, dtype=cp.uint32)
+    out = cp.zeros(8, dtype=cp.int64)
+    for stride in (128, 4):
+        for hot, where in ((1, "l1"), (0, "l2"), (0, "dram")):
+            for probe, who, delay in ((0, "same_warp", 0), (4, "same_sp", 100), (1, "other_sp", 100)):
+                for n in ORDER_NS:
+                    runs = []
+                    for _ in range(3):
+                        out.fill(0)
+                        src = g if where != "dram" else fresh[(next(regions) % 128) * (2 << 20):]
+                        b.launch(f"order_probe_{n}", 1, 256, (src, sink, out, np.int32(stride), np.int32(hot),
+                                                               np.int32(probe), np.int32(delay)), shared=4096)
+                        b.sync()
+                        t = [int(x) for x in out.get()]
+                        rec = {"ldg_used": t[2] - t[0]}
+                        if probe == 0:
+                            rec["lds_used"] = t[1] - t[0]
+                        else:
+                            rec["lds_issue"] = t[3] - t[0]
+                            rec["lds_latency"] = t[4] - t[3]
+                        runs.append(rec)
+                    res["cases"][f"s{stride}_{where}_{who}_n{n}"] = {"stride": stride, "hot": hot, "probe": probe,
+                                                                     "delay": delay, "n": n, "runs": runs}
+    return res
+
+
 def m_issue4(b: Bench) -> dict:
     """As `issue`, with warps 0-3 of a 4-warp CTA: one warp on each sub-partition (warp id mod 4).
     How many 32-way-conflicting LDS (32-line LDG) each issues before its first long gap says whether
@@ -852,6 +896,13 @@ def ncu_child(cubin: str, only: str = "") -> None:
         cp.get_default_memory_pool().free_all_blocks()
     if only == "wrap":
         return
+    if only == "l1wf":  # data-stage wavefronts of global loads (L1WF_LAUNCHES), and of the mix kernels' two kinds
+        g = cp.zeros(b.sms * 8 * (64 << 10) + (1 << 20), dtype=cp.uint8)
+        for k, stride, warps in L1WF_LAUNCHES:  # (32 warps: 4,352 bytes each, so that all their lines fit L1)
+            b.launch(k, b.sms, 32 * warps, (g, sink, np.int32(stride), np.int32(256),
+                                            np.int32(64 << 10 if warps == 8 else 4352)))
+        b.sync()
+        return
     if only == "burst":  # mix_burst's LDG warps alone: 2 and 4 per SM, 16 LDG each of one sector in each of 32 lines
         region = b.sms * 4 * U * 4096
         g = cp.zeros(2 * region, dtype=cp.uint8)
@@ -885,8 +936,23 @@ def ncu_child(cubin: str, only: str = "") -> None:
     b.sync()
 
 
+# (kernel, lane stride in bytes): 32 lines at one offset (128), at offsets 8 B apart (136), one request (4 / 8)
+# (kernel, lane stride in bytes, warps per SM): 32 lines at one offset (128), at offsets 8 B apart (136), one
+# request (4 / 8), the column loads of A in dgemm_unroll at n = 512 (4096); 32 warps for the rates
+L1WF_LAUNCHES = (("l1p4_ca", 128, 8), ("l1p4_ca", 136, 8), ("l1p4_ca", 4, 8), ("l1p8_ca", 128, 8), ("l1p8_ca", 136, 8),
+                 ("l1p8_ca", 8, 8), ("l1p4_nc", 128, 8), ("l1p8_nc", 128, 8), ("l1p8_nc", 136, 8), ("l1p8_nc", 8, 8),
+                 ("l1p8_nc", 4096, 8), ("l1p4_ca", 128, 32), ("l1p4_ca", 136, 32), ("l1p4_ca", 132, 32),
+                 ("l1p4_ca", 4, 32), ("l1p8_nc", 128, 32), ("l1p8_nc", 136, 32), ("l1p8_nc", 8, 32))
+L1WF_METRICS = ["gpc__cycles_elapsed.max", "smsp__inst_executed_op_global_ld.sum",
+                "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+                "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum",
+                "l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_read.sum", "l1tex__data_pipe_lsu_wavefronts.sum",
+                "l1tex__data_bank_conflicts_pipe_lsu_mem_gds_op_ld.sum", "l1tex__data_bank_reads.sum"]
+
+
 def m_ncu(cubin: str, ncu: str, only: str = "") -> dict:
-    cmd = [ncu, "--csv", "--page", "raw", "--clock-control", "none", "--metrics", ",".join(NCU_METRICS),
+    metrics = L1WF_METRICS if only == "l1wf" else NCU_METRICS
+    cmd = [ncu, "--csv", "--page", "raw", "--clock-control", "none", "--metrics", ",".join(metrics),
            sys.executable, os.path.abspath(__file__), "--ncu-child", cubin] + (["--ncu-only", only] if only else [])
     t = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=420)
@@ -899,7 +965,13 @@ def m_ncu(cubin: str, ncu: str, only: str = "") -> dict:
         for row in rd[2:]:  # rd[1]: units
             if len(row) == len(header):
                 rows.append(dict(zip(header, row)))
-    keep = ["Kernel Name", "Grid Size", "Block Size"] + NCU_METRICS
+    keep = ["Kernel Name", "Grid Size", "Block Size"] + metrics
+    if only == "l1wf":
+        return {"command": " ".join(map(shlex.quote, cmd)), "seconds": round(time.time() - t, 1),
+                "returncode": r.returncode, "stderr_tail": r.stderr[-1500:],
+                "launch_order": "one CTA per SM, 256 loads per warp: " + ", ".join(
+                    f"{k} stride {s} {w} warps" for k, s, w in L1WF_LAUNCHES),
+                "rows": [{k: row.get(k) for k in keep} for row in rows]}
     return {"command": " ".join(map(shlex.quote, cmd)), "seconds": round(time.time() - t, 1),
             "returncode": r.returncode, "stderr_tail": r.stderr[-1500:],
             "launch_order": "ldg_wrap_plain32 16MB, 2GB (128 iters), ldg_wrap_plain128 16MB, 2GB (32 iters), "
@@ -916,9 +988,9 @@ def main() -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--ncu", action="store_true", help="also profile with Nsight Compute")
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
-    ap.add_argument("--ncu-only", default="", help="with --ncu: 'wrap' profiles only the wrapped-load kernels, 'burst' only mix_burst's LDG warps and pair_probe")
+    ap.add_argument("--ncu-only", default="", help="with --ncu: 'wrap' profiles only the wrapped-load kernels, 'burst' only mix_burst's LDG warps and pair_probe, 'l1wf' only the l1p kernels (data-stage wavefronts)")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
-    ap.add_argument("--only", default="", help="comma list: ldg,wrap,scatter,partition,stream,stg,stg_scatter,sts,lds,issue,issue4,xq,issue_st,war,st_order,mix,mix2,mix3,pace,burst,launch,bandwidth")
+    ap.add_argument("--only", default="", help="comma list: ldg,wrap,scatter,partition,stream,stg,stg_scatter,sts,lds,issue,issue4,xq,order,issue_st,war,st_order,mix,mix2,mix3,pace,burst,launch,bandwidth")
     args = ap.parse_args()
     if args.ncu_child:
         ncu_child(args.ncu_child, args.ncu_only)
@@ -937,7 +1009,7 @@ def main() -> int:
     b = Bench(comp["cubin"])
     b.launch("empty", 1, 32, (b.np.uint64(0),))
     groups = {"ldg": m_ldg_rates, "bcast": m_bcast, "wrap": m_wrap, "scatter": m_scatter, "partition": m_partition, "stream": m_stream, "stg": m_stg, "stg_scatter": m_stg_scatter, "sts": m_sts, "lds": m_lds, "issue": m_issue,
-              "issue4": m_issue4, "xq": m_xq, "issue_st": m_issue_st, "war": m_war, "st_order": m_st_order, "mix": m_mix, "mix2": m_mix2, "mix3": m_mix3, "pace": m_pace, "burst": m_burst,
+              "issue4": m_issue4, "xq": m_xq, "order": m_order, "issue_st": m_issue_st, "war": m_war, "st_order": m_st_order, "mix": m_mix, "mix2": m_mix2, "mix3": m_mix3, "pace": m_pace, "burst": m_burst,
               "launch": m_launch, "bandwidth": m_bandwidth_events}
     only = {s for s in args.only.split(",") if s}
     for name, fn in groups.items():

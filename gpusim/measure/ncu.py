@@ -70,6 +70,13 @@ ALL_METRICS = tuple(m for g in METRIC_GROUPS.values() for m in g)
 METRIC_SETS: dict[str, tuple[str, ...] | None] = {
     "all": None,
     "dram": ("gpc__cycles_elapsed.max", "gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum"),
+    # the L1 data stage's work by memory space: does a global load cost its lines there (as at the tag
+    # stage) or fewer wavefronts? (bench/micro/README.md, `order`)
+    "l1": ("gpc__cycles_elapsed.max", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+           "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum",
+           "l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_read.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_cmd_read.sum",
+           "l1tex__data_pipe_lsu_wavefronts.sum", "l1tex__data_bank_conflicts_pipe_lsu_mem_gds_op_ld.sum",
+           "l1tex__data_bank_reads.sum", "smsp__inst_executed_op_global_ld.sum", "smsp__inst_executed_op_shared_ld.sum"),
 }
 IDENTITY = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
             "Block Size", "Grid Size", "Device", "CC")

@@ -10,6 +10,8 @@
 //   wr_hot     `passes` times: read all of H (a hot input, re-read every pass, each pass starting at a
 //              different offset so other SMs read each line), then write the next 1/passes of W
 //              (a naive GEMM's order: outputs written while the inputs stay hot).
+//   wr_hot_a   wr_hot with a stream A beside the hot input (each pass reads its chunk of A `ar` times);
+//   wr_wave_a  the same traffic with one wave of CTAs per pass (run_dram_writes.py --set hota).
 //   wr_twice   writes W twice (same values the second time too): a rewrite of a dirty line.
 
 extern "C" __global__ void wr_rd(float4* w, long long nw, const float4* __restrict__ r, long long nr,
@@ -51,6 +53,58 @@ extern "C" __global__ void wr_hot(float4* w, long long nw, const float4* __restr
 #pragma unroll 4
         for (long long i = lo + t; i < hi; i += stride) w[i] = make_float4(v, v, v, v);
     }
+    if (acc == 1.2345f) sink[0] = acc;
+}
+
+// wr_hot_a: wr_hot with a stream besides the hot input: pass p also reads its chunk of A (A / passes,
+// new each pass), `ar` times (each time from another offset, so other CTAs read each line: after the
+// first, L2 hits), before writing its chunk of W (a naive GEMM's rows of A beside its re-read B).
+// wr_wave_a: the same traffic with one wave of CTAs per pass instead of persistent CTAs: CTA b runs pass
+// b / cpp alone (cpp CTAs per pass, grid-stride over the pass's chunks), ends, and the next wave starts.
+__device__ __forceinline__ float hot_a_pass(float4* w, long long nw, const float4* __restrict__ h, long long nh,
+                                            const float4* __restrict__ a, long long na, int passes, int ar,
+                                            float v, int p, long long t, long long stride) {
+    float acc = 0.f;
+    const long long shift = (long long)p * (stride / 3 + 8);
+#pragma unroll 4
+    for (long long i = t; i < nh; i += stride) {
+        float4 x = __ldcg(h + (i + shift) % nh);
+        acc += (x.x + x.y) + (x.z + x.w);
+    }
+    const long long achunk = (na + passes - 1) / passes, alo = p * achunk, alen = min(na, alo + achunk) - alo;
+#pragma unroll 1
+    for (int r = 0; r < ar && alen > 0; ++r) {
+        const long long s = (long long)r * (stride / 3 + 8);
+#pragma unroll 4
+        for (long long i = t; i < alen; i += stride) {
+            float4 x = __ldcg(a + alo + (i + s) % alen);
+            acc += (x.x + x.y) + (x.z + x.w);
+        }
+    }
+    const long long chunk = (nw + passes - 1) / passes, lo = p * chunk, hi = min(nw, lo + chunk);
+#pragma unroll 4
+    for (long long i = lo + t; i < hi; i += stride) w[i] = make_float4(v, v, v, v);
+    return acc;
+}
+
+extern "C" __global__ void wr_hot_a(float4* w, long long nw, const float4* __restrict__ h, long long nh,
+                                    const float4* __restrict__ a, long long na, float* sink, int passes, int ar,
+                                    float v) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    float acc = 0.f;
+#pragma unroll 1
+    for (int p = 0; p < passes; ++p) acc += hot_a_pass(w, nw, h, nh, a, na, passes, ar, v, p, t, stride);
+    if (acc == 1.2345f) sink[0] = acc;
+}
+
+extern "C" __global__ void wr_wave_a(float4* w, long long nw, const float4* __restrict__ h, long long nh,
+                                     const float4* __restrict__ a, long long na, float* sink, int passes, int ar,
+                                     float v, int cpp) {
+    const int p = blockIdx.x / cpp;
+    const long long stride = (long long)cpp * blockDim.x;
+    const long long t = (blockIdx.x % cpp) * (long long)blockDim.x + threadIdx.x;
+    float acc = hot_a_pass(w, nw, h, nh, a, na, passes, ar, v, p, t, stride);
     if (acc == 1.2345f) sink[0] = acc;
 }
 

@@ -29,6 +29,8 @@ Measurements (H100 SXM, Nsight Compute, caches flushed before the launch; the me
 measured more than once, in one file or several):
 - validation/h100/micro/dram_writes_h100.json "ncu": wr_rd, wr_hot, wr_twice (bench/micro/dram_writes.cu),
   one replay pass. Fitted.
+- validation/h100/micro/dram_hota_h100.json "ncu": wr_hot_a, wr_wave_a (wr_hot with a stream A beside the hot
+  input, read `ar` times per pass; persistent CTAs or a wave per pass: the same trace here), one pass. Fitted.
 - validation/h100/micro/dram_partial_h100.json "ncu": copy_il (out[i] = in[i], grid-stride, unroll 4), one
   pass; S = 16 and 20 measured twice. Fitted.
 - validation/h100/micro/dram_copy_h100.json "ncu": copy_1pt (S = 16 and 20 twice), copy_gs1 and wr_rd
@@ -79,7 +81,8 @@ def _case(name, kernel, mw, mr, fit_w, fit_r, **kw):
     return dict(name=name, kernel=kernel, mw=mw, mr=mr, fit_w=fit_w, fit_r=fit_r, **kw)
 
 
-KINDS = ("wr_rd", "wr_hot", "wr_twice", "copy_il", "copy_1pt", "copy_gs1", "read_twice", "write_once")
+KINDS = ("wr_rd", "wr_hot", "wr_hot_a", "wr_wave_a", "wr_twice", "copy_il", "copy_1pt", "copy_gs1", "read_twice",
+         "write_once")
 
 
 def _name(kernel, order, w, r, h, s) -> str:
@@ -89,6 +92,8 @@ def _name(kernel, order, w, r, h, s) -> str:
         return f"wr_hot W={w} H={h}"
     if kernel == "wr_twice":
         return f"wr_twice W={w}"
+    if kernel in ("wr_hot_a", "wr_wave_a"):
+        return f"{kernel} W={w} H={h} A={s[0]}x{s[1]}"
     return f"{kernel} S={s}"
 
 
@@ -97,11 +102,14 @@ def load_cases() -> list[dict]:
     (kernel and sizes) in the files below; fit_w / fit_r: scored and fitted."""
     runs: dict[tuple, list] = {}  # (kernel, order, W, R, H, passes, S) -> [(write MiB, read MiB), ...]
     for f, kernels in (("dram_writes_h100.json", ("wr_rd", "wr_hot", "wr_twice")),
+                       ("dram_hota_h100.json", ("wr_hot_a", "wr_wave_a")),
                        ("dram_partial_h100.json", ("copy_il",)),
                        ("dram_copy_h100.json", ("copy_1pt", "copy_gs1", "wr_rd"))):
         for c in json.load(open(os.path.join(REPO, "validation/h100/micro", f)))["ncu"]["cases"]:
             if c["kernel"] in kernels:
                 key = tuple(c.get(x) for x in ("kernel", "order", "W", "R", "H", "passes", "S"))
+                if c["kernel"] in ("wr_hot_a", "wr_wave_a"):  # S: (A, ar), the stream beside the hot input
+                    key = key[:6] + ((c["A"], c["ar"]),)
                 runs.setdefault(key, []).append((c["dram__bytes_write.sum"] / MIB, c["dram__bytes_read.sum"] / MIB))
     # wr_rd: write-then-read by W (W = 0, read-only, last), then read-then-write; the rest as measured
     rank = lambda k: (KINDS.index(k[0]), (k[1] != "write_then_read", k[2] == 0, k[2], k[3]) if k[0] == "wr_rd" else ())
@@ -109,7 +117,8 @@ def load_cases() -> list[dict]:
     for k in sorted(runs, key=rank):
         kernel, order, w, r, h, passes, s = k
         mw, mr = np.mean(runs[k], axis=0)
-        out.append(_case(_name(kernel, order, w, r, h, s), kernel, float(mw), float(mr), True, kernel == "wr_hot",
+        out.append(_case(_name(kernel, order, w, r, h, s), kernel, float(mw), float(mr), True,
+                         kernel in ("wr_hot", "wr_hot_a", "wr_wave_a"),
                          order=order, W=w, R=r, H=h, passes=passes, S=s, runs=len(runs[k])))
     d = json.load(open(os.path.join(REPO, "validation/h100/micro/memory_h100.json")))["ncu"]
     sizes = [int(x) for x in re.search(r"per size MB ([\d,]+)", d["launch_order"]).group(1).split(",")]
@@ -197,6 +206,20 @@ def build_trace(c: dict, lpm: int) -> list[int]:
         for p in range(passes):
             shift = int(round(p * (stride / 3 + 1)))
             ph.append(_phase(1, (np.arange(nh) + shift) % nh, False, 10 + p))
+            ph.append(_phase(0, np.arange(p * chunk, min(nw, (p + 1) * chunk)), True, 0))
+    elif k in ("wr_hot_a", "wr_wave_a"):  # wr_hot, each pass also reading its chunk of A `ar` times
+        nh, nw, passes = n(c["H"]), n(c["W"]), c["passes"]
+        (a_mib, ar) = c["S"]
+        na = n(a_mib)
+        stride = 4.125 * lpm
+        chunk, achunk = -(-nw // passes), -(-na // passes)
+        for p in range(passes):
+            shift = int(round(p * (stride / 3 + 1)))
+            ph.append(_phase(1, (np.arange(nh) + shift) % nh, False, 10 + p))
+            lines = np.arange(p * achunk, min(na, (p + 1) * achunk))
+            for r in range(ar if len(lines) else 0):
+                s_ = int(round(r * (stride / 3 + 1))) % max(1, len(lines))
+                ph.append(_phase(2, np.roll(lines, -s_), False, 100 + 16 * p + r))
             ph.append(_phase(0, np.arange(p * chunk, min(nw, (p + 1) * chunk)), True, 0))
     elif k == "wr_twice":
         ph = [_phase(0, np.arange(n(c["W"])), True, 0)] * 2

@@ -17,6 +17,7 @@
     python3 bench/micro/run_dram_writes.py --set pstride --out R    # partial-sector stores: stride, order, occupancy
     python3 bench/micro/run_dram_writes.py --set pgroup --out R     # the same, a warp's lines in groups of g
     python3 bench/micro/run_dram_writes.py --set popen --out R      # the same, 1-4 segments of 32 lines open per CTA
+    python3 bench/micro/run_dram_writes.py --set hota --out R       # wr_hot with a stream beside the hot input
 
 Every case is one launch profiled once by Nsight Compute (`--cache-control all`, its default: L2 is
 flushed before the launch, so it starts cold) with a small metric set (DRAM bytes read/written, L2
@@ -48,7 +49,7 @@ METRICS = ["gpc__cycles_elapsed.max", "gpu__time_duration.sum", "dram__bytes_rea
 MB = 1 << 20
 KERNELS = ("wr_rd", "wr_hot", "wr_twice", "st_tpose", "st_sector", "copy_il", "tp_naive", "tp_sector", "tp_colread",
            "st_delay", "copy_1pt", "copy_1pt_plain", "copy_gs1", "tp_naive_nc", "tp_sync", "tp_ldcg", "tp_hot", "tp_stcs",
-           "st_tpose_ld", "tp_pitch", "tp_stonly", "st_stride", "st_group", "st_open")
+           "st_tpose_ld", "tp_pitch", "tp_stonly", "st_stride", "st_group", "st_open", "wr_hot_a", "wr_wave_a")
 
 
 def cases() -> list[dict]:
@@ -66,6 +67,17 @@ def cases() -> list[dict]:
         out.append({"kernel": "wr_hot", "W": w, "H": hot, "passes": 16})
     for w in (16, 32, 64):
         out.append({"kernel": "wr_twice", "W": w})
+    return out
+
+
+def hota_cases() -> list[dict]:
+    """wr_hot with a stream A beside the hot input H (wr_hot_a: persistent CTAs, 16 passes; wr_wave_a: one
+    wave of 8 x SMs CTAs per pass). Sizes in MiB; `ar`: how many times each pass reads its chunk of A."""
+    out = []
+    for k in ("wr_hot_a", "wr_wave_a"):
+        for w, hot, a, ar in ((16, 16, 0, 1), (16, 16, 8, 8), (16, 16, 16, 1), (16, 16, 16, 8), (16, 8, 16, 8),
+                              (16, 16, 32, 8), (8, 16, 16, 8), (32, 8, 16, 8)):
+            out.append({"kernel": k, "W": w, "H": hot, "A": a, "ar": ar, "passes": 16})
     return out
 
 
@@ -116,7 +128,7 @@ def copy_cases() -> list[dict]:
 def tpose2_cases() -> list[dict]:
     """Set "tpose2": transpose_naive (tp_naive) and four variants (dram_writes.cu), S MiB per matrix."""
     return [{"kernel": k, "S": s} for k in ("tp_naive", "tp_sync", "tp_ldcg", "tp_hot", "tp_stcs",
-           "st_tpose_ld", "tp_pitch", "tp_stonly", "st_stride", "st_group", "st_open") for s in (16, 64)]
+           "st_tpose_ld", "tp_pitch", "tp_stonly", "st_stride", "st_group", "st_open", "wr_hot_a", "wr_wave_a") for s in (16, 64)]
 
 
 def stload_cases() -> list[dict]:
@@ -301,7 +313,7 @@ def ncu_child(cubin: str, which: str) -> None:
     rbuf = cp.ones(64 * MB // 4, dtype=cp.float32)
     sink = cp.zeros(1, dtype=cp.float32)
     n4 = lambda mib: np.int64(mib * MB // 16)  # noqa: E731
-    big = None
+    big = abuf = None
     for c in SETS[which]():
         if "S" in c:  # sets partial, transpose, copy, layout: 256 MiB buffers, made at the first such case
             if big is None:
@@ -363,6 +375,17 @@ def ncu_child(cubin: str, which: str) -> None:
                 mod.get_function(k)((m // 32, m // 32), (32, 8), (inp, out, np.int32(m)))
             cp.cuda.runtime.deviceSynchronize()
             continue
+        if c["kernel"] in ("wr_hot_a", "wr_wave_a"):
+            if abuf is None:
+                abuf = cp.ones(32 * MB // 4, dtype=cp.float32)
+            args = (wbuf, n4(c["W"]), rbuf, n4(c["H"]), abuf, n4(c["A"]), sink, np.int32(c["passes"]),
+                    np.int32(c["ar"]), np.float32(2.0))
+            if c["kernel"] == "wr_wave_a":
+                mod.get_function(c["kernel"])((grid * c["passes"],), (block,), args + (np.int32(grid),))
+            else:
+                mod.get_function(c["kernel"])((grid,), (block,), args)
+            cp.cuda.runtime.deviceSynchronize()
+            continue
         if c["kernel"] == "wr_rd":
             args = (wbuf, n4(c["W"]), rbuf, n4(c["R"]), sink, np.int32(c["order"] == "read_then_write"), np.float32(2.0))
         elif c["kernel"] == "wr_hot":
@@ -404,7 +427,7 @@ SETS = {"all": cases, "full": lambda: FULL_CASES, "partial": partial_cases, "tra
         "copy": copy_cases, "layout": layout_cases,
         "upload": upload_cases, "first": first_cases, "fresh": fresh_cases, "tpose2": tpose2_cases,
         "stload": stload_cases, "pitch": pitch_cases, "pstride": pstride_cases,
-        "pgroup": pgroup_cases, "popen": popen_cases}
+        "pgroup": pgroup_cases, "popen": popen_cases, "hota": hota_cases}
 
 
 def main() -> int:
@@ -413,7 +436,7 @@ def main() -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--which", default="all", help=argparse.SUPPRESS)
-    ap.add_argument("--set", choices=("writes", "partial", "transpose", "copy", "layout", "upload", "first", "fresh", "tpose2", "stload", "pitch", "pstride", "pgroup", "popen"), default="writes",
+    ap.add_argument("--set", choices=("writes", "partial", "transpose", "copy", "layout", "upload", "first", "fresh", "tpose2", "stload", "pitch", "pstride", "pgroup", "popen", "hota"), default="writes",
                     help="writes: the write-back cases (default); partial: partial-sector stores and copies near "
                          "capacity; transpose: transpose_naive and variants; copy: streamed copies in copy_float4's "
                          "order, finer write-then-read steps; layout: the same copies and transposes with the "
@@ -422,7 +445,8 @@ def main() -> int:
                          "fresh: kernels on newly allocated memory against reused; tpose2: transpose_naive variants; stload: partial-sector stores with loads between them; pitch: "
                          "transpose_naive with padded output rows; pstride: partial-sector stores, line stride, "
                          "CTA order, occupancy; pgroup: the same with a warp's lines in groups of g; "
-                         "popen: the same with 1-4 segments of 32 lines open per CTA")
+                         "popen: the same with 1-4 segments of 32 lines open per CTA; hota: wr_hot with a stream "
+                         "beside the hot input, persistent CTAs and one wave per pass")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
     args = ap.parse_args()
     if args.ncu_child:
@@ -453,7 +477,7 @@ def main() -> int:
     with open(args.out, "w") as f:
         json.dump(R, f, indent=1)
     for c in R["ncu"]["cases"]:
-        print({k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "S", "k", "g", "nsec", "swap", "smem", "spin", "dram_write_MiB", "dram_read_MiB",
+        print({k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "A", "ar", "S", "k", "g", "nsec", "swap", "smem", "spin", "dram_write_MiB", "dram_read_MiB",
                                      "lts__t_sectors_op_read.sum", "lts__t_sectors_op_write.sum")})
     for c in R.get("ncu_full_metrics", {}).get("cases", []):
         print("full", {k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "dram_write_MiB", "dram_read_MiB")})

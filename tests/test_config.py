@@ -197,6 +197,14 @@ def test_wrong_type_in_yaml_names_path(tmp_path):
     assert "bad.yaml" in msg and "sm.shared_memory.bank_width_bytes" in msg
 
 
+def test_tag_rate_must_be_positive(tmp_path):
+    p = _write(tmp_path, "tag.yaml", "extends: h100\ncard: tag\nmemory:\n  l1:\n    tag_lines_per_cycle: 0\n")
+    with pytest.raises(SpecError) as exc:
+        load_gpu(str(p))
+    msg = _one_line(exc)
+    assert "tag.yaml" in msg and "memory.l1.tag_lines_per_cycle" in msg
+
+
 def test_missing_unit_class(tmp_path):
     base = yaml.safe_load((GPU_DIR / "arch" / "gm204.yaml").read_text())
     del base["sm"]["units"]["sfu"]

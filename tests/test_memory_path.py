@@ -419,6 +419,81 @@ def test_broadcast_loads_hold_the_l1_stage_for_their_lane_data():
     assert load_stage_units(np.array([1], np.int8), np.array([np.uint32(0xFFFF)]), np.array([8]), 128)[0] == 1
 
 
+def test_global_loads_hold_the_l1_stages_for_their_bank_wavefronts_and_lines():
+    """l1wf (validation/h100/micro/memory22_h100.json): an L1-hitting 32-line load whose lanes share one
+    offset costs 32 data-stage wavefronts and ~33 cycles per request; at offsets 4 or 8 bytes apart it
+    costs 2-3 wavefronts yet ~10 cycles (its lines at the tag stage); coalesced ones 1 and 2. The units
+    (`load_bank_units`, H100 `memory.l1.tag_lines_per_cycle`) follow those per-request cycles."""
+    import json
+    import sys
+    from pathlib import Path
+
+    import numpy as np
+
+    from gpusim.config import load_gpu
+    from gpusim.timing.precompute import global_sectors, load_bank_units
+
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "bench" / "micro"))
+    from run_memory import L1WF_LAUNCHES
+
+    rows = json.loads((root / "validation/h100/micro/memory22_h100.json").read_text())["ncu"]["rows"]
+    num = lambda row, k: float(str(row[k]).replace(",", ""))  # noqa: E731
+    tag = load_gpu("h100").memory.l1.tag_lines_per_cycle
+    full = np.uint32(0xFFFFFFFF)
+    checked = 0
+    for (kernel, stride, warps), row in zip(L1WF_LAUNCHES, rows):
+        if warps != 32:  # the throughput cases (8 warps leave the stage idle between requests)
+            continue
+        nbytes = int(kernel[3])
+        addresses = (np.arange(32, dtype=np.uint64) * np.uint64(stride) + np.uint64(1 << 20))[None, :]
+        lines = global_sectors(addresses, np.array([nbytes]), np.array([full]))[1]
+        units = load_bank_units(lines, addresses, np.array([nbytes]), np.array([full]), tag)[0]
+        per_request = (num(row, "gpc__cycles_elapsed.max") - 4400) / (
+            num(row, "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum") / 132)
+        wavefronts = num(row, "l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_read.sum") / num(
+            row, "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum")
+        if lines[0] == 32:  # the stage-bound cases: the units are the measured cycles per request
+            assert abs(units - per_request) <= 0.1 * per_request, (kernel, stride, units, per_request)
+        assert units >= round(wavefronts - 0.5), (kernel, stride, units, wavefronts)
+        checked += 1
+    assert checked >= 6
+    # lines are no longer the data stage's units where the lanes' banks differ: 32 lines, 10 units
+    addr = (np.arange(32, dtype=np.uint64) * np.uint64(136))[None, :]
+    assert load_bank_units(np.array([32], np.int8), addr, np.array([4]), np.array([full]), tag)[0] == 10
+    same_offset = (np.arange(32, dtype=np.uint64) * np.uint64(128))[None, :]
+    assert load_bank_units(np.array([32], np.int8), same_offset, np.array([4]), np.array([full]), tag)[0] == 32
+
+
+def test_bank_units_leave_the_suites_loads_as_they_were():
+    """The suite's global loads have as many bank wavefronts as lines (one offset in every line, or
+    coalesced): dgemm_unroll's records give the same stage units with the rule as without it."""
+    import numpy as np
+
+    from gpusim.timing import precompute as P
+
+    from gpusim.timing.gpu import GPU
+    store = {}
+    orig = GPU.__init__
+
+    def init(self, *a, **k):
+        orig(self, *a, **k)
+        store["g"] = self
+
+    GPU.__init__ = init
+    try:
+        from gpusim.timing.driver import run_workload
+        run_workload("dgemm_unroll", "h100", 128, mode="sampled")
+    finally:
+        GPU.__init__ = orig
+    g = store["g"]
+    rules = dict(g.precompute_rules)
+    without = P.precompute(g.program, g.trace, **{**rules, "tag_lines_per_cycle": None})["glines"]
+    with_rule = P.precompute(g.program, g.trace, **{**rules, "tag_lines_per_cycle": 3.2})["glines"]
+    assert rules["tag_lines_per_cycle"] == 3.2 and (without > 0).any()
+    assert np.array_equal(without, with_rule)
+
+
 # ---- the microbenchmarks behind these numbers ------------------------------------------------------
 def test_microbenchmarks_without_a_gpu_say_so_in_one_line(tmp_path):
     import importlib.util

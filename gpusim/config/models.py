@@ -196,6 +196,11 @@ class L1Config(_Model):
     """Bytes of lane data the L1 returns to the registers per cycle: a warp's global load occupies the
     tag/data stage for at least ceil(executing lanes x access width / this) cycles, even where it touches
     fewer lines (a broadcast LDG.64 reads one sector and takes 2 cycles at 128). None: lines only."""
+    tag_lines_per_cycle: float | None = Field(default=None, gt=0)
+    """Set: a global load's L1 stage units are the data stage's bank wavefronts of its lanes' addresses
+    (the banks and phases of a shared access, distinct addresses in one bank conflicting), but at least
+    ceil(distinct lines / this), the tag stage's cycles. None: its distinct lines (and at least its lane
+    data over `load_lane_bytes_per_cycle`)."""
     unified_data_stage: bool = False
     """True: shared memory and L1 are one array (Volta and later), and the lines of global/local
     accesses and the wavefronts of shared-memory accesses pass one SM-wide data stage, one unit per

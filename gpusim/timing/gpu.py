@@ -50,6 +50,7 @@ class GPU:
                                      reg_read_ports=rf.read_ports, reuse_cache=rf.reuse_cache, smem_banks=sh.banks,
                                      smem_bank_width_bytes=sh.bank_width_bytes, sector_bytes=l1.sector_bytes,
                                      line_bytes=l1.line_bytes, load_lane_bytes=l1.load_lane_bytes_per_cycle,
+                                     tag_lines_per_cycle=l1.tag_lines_per_cycle,
                                      smem_phase_bytes=arch_rules["smem_phase_bytes"],
                                      smem_pack_uniform_pairs=arch_rules["smem_pack_uniform_pairs"])
         self.cols = precompute(program, trace, **self.precompute_rules)

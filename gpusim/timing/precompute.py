@@ -287,6 +287,19 @@ def load_stage_units(lines, exec_mask, access_bytes, lane_bytes_per_cycle: int) 
     return np.maximum(np.asarray(lines), data).astype(np.asarray(lines).dtype)
 
 
+def load_bank_units(lines, addresses, access_bytes, exec_mask, tag_lines_per_cycle: float, rows=None,
+                    banks: int = 32, bank_width_bytes: int = 4) -> np.ndarray:
+    """Cycles a warp's global load holds the L1 stages where the data stage is charged by banks: the
+    wavefronts its lanes' addresses need in the data array (`shared_wavefronts`' rule: 32 banks of 4
+    bytes, 128 bytes a phase, distinct addresses in one bank conflicting), but at least its lines at the
+    tag stage's rate. H100 (validation/h100/micro/memory22_h100.json `l1wf`): 32 lines at one offset,
+    32 wavefronts and 32.4-33.6 cycles per request; at offsets 4 or 8 bytes apart, 1.7-2.8 wavefronts
+    and 9.9-10.2 cycles (32 lines at ~3.2 a cycle); coalesced 1.04 (4 bytes) and 2.04 (8 bytes)."""
+    wavefronts = shared_wavefronts(addresses, access_bytes, exec_mask, banks, bank_width_bytes, rows=rows)
+    tags = np.ceil(np.asarray(lines, dtype=np.float64) / tag_lines_per_cycle).astype(np.int64)
+    return np.maximum(wavefronts, tags).astype(np.asarray(lines).dtype)
+
+
 def global_sectors(addresses, access_bytes, exec_mask, sector_bytes: int = 32, line_bytes: int = 128, rows=None):
     """(sectors, lines): distinct sectors and cache lines touched by the executing lanes of each access
     (`rows`: the accesses are rows `rows` of `addresses`).
@@ -591,7 +604,7 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
                smem_banks: int = 32, smem_bank_width_bytes: int = 4, smem_bank_row_words: int = 1,
                smem_phase_bytes: int | None = None, smem_pack_uniform_pairs: bool = False,
                sector_bytes: int = 32, line_bytes: int = 128, load_lane_bytes: int | None = None,
-               reuse_carry: np.ndarray | None = None, no_reuse: bool = True) -> dict[str, np.ndarray]:
+               tag_lines_per_cycle: float | None = None, reuse_carry: np.ndarray | None = None, no_reuse: bool = True) -> dict[str, np.ndarray]:
     """Per record columns (aligned with ``trace.records``; int16 `COLUMN_DTYPE`: smem_wavefronts,
     smem_conflicts; int8 `SMALL_COLUMN_DTYPE`: gsectors, glines, reg_conflict_cycles, reuse_hits,
     reg_conflict_cycles_no_reuse). Records that
@@ -603,6 +616,8 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
     column more than the operand slots: the read-port debt). `reg_read_ports`: the read-port rule.
     `no_reuse`: False leaves reg_conflict_cycles_no_reuse out (detailed mode's stream reads none).
     `load_lane_bytes`: glines of a global load is at least its lane data over this (`load_stage_units`).
+    `tag_lines_per_cycle`: glines of a global load is its data-stage bank wavefronts, at least its lines
+    at this rate (`load_bank_units`; after `load_lane_bytes`, which the wavefronts then cover).
     """
     rec = trace.records
     n = len(rec)
@@ -631,10 +646,15 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
         cols["gsectors"][sel], cols["glines"][sel] = global_sectors(trace.addresses, trace.access_bytes[r],
                                                                     rec["exec_mask"][sel], sector_bytes, line_bytes,
                                                                     rows=r)
+        ld = mem[kind == kinds.index(GLOBAL_LOAD) + 1]
         if load_lane_bytes:
-            ld = mem[kind == kinds.index(GLOBAL_LOAD) + 1]
             cols["glines"][ld] = load_stage_units(cols["glines"][ld], rec["exec_mask"][ld],
                                                   trace.access_bytes[rows[ld]], load_lane_bytes)
+        if tag_lines_per_cycle and len(ld):
+            lines = global_sectors(trace.addresses, trace.access_bytes[rows[ld]], rec["exec_mask"][ld], sector_bytes,
+                                   line_bytes, rows=rows[ld])[1]
+            cols["glines"][ld] = load_bank_units(lines, trace.addresses, trace.access_bytes[rows[ld]],
+                                                 rec["exec_mask"][ld], tag_lines_per_cycle, rows=rows[ld])
     conflicts, hits, without = register_bank_conflicts(program, trace, reg_banks, reg_bank_width_bits, reuse_cache,
                                                         reg_memory_ops, return_hits=True, carry=reuse_carry,
                                                         read_ports=reg_read_ports, no_reuse=no_reuse)

@@ -24,6 +24,7 @@
 //   pair_probe               one sector of each line, then its neighbour: what an L1 miss fetches and keeps
 //   order_probe_<N>          N LDGs, then an LDS (same warp, same or other sub-partition): does it wait for them?
 //   l1p<B>_<ca|nc>           32-line / coalesced global loads that hit L1: their data-stage wavefronts (Nsight)
+//   dstage<G>_<L>            a DGEMM loop's skeleton: G 32-wavefront LDGs, then L LDS, per warp and barrier
 //   read_twice               every thread reads its part of a buffer twice (grid-stride): DRAM read bytes
 //                            (Nsight) show whether the buffer survived in L2 between the passes.
 //   write_once               writes a buffer once: DRAM write bytes show how much L2 writes back in-kernel.
@@ -627,6 +628,69 @@ L1P_KERNEL(4, ca, false)
 L1P_KERNEL(8, ca, false)
 L1P_KERNEL(4, nc, true)
 L1P_KERNEL(8, nc, true)
+
+// dstage<G>_<L>: a DGEMM's loop in skeleton (dgemm_unroll: after each barrier every warp issues its LDGs of
+// the next tile, then a burst of LDS of this one). One CTA of `warps` warps per SM; per iteration each warp
+// issues G LDG.E.64 (32 lines at one offset: 32 data-stage wavefronts each, L1 hits after the first pass),
+// then L conflict-free LDS.64 (2 wavefronts each), and stamps the clock after using its first LDS, its
+// last LDS and its LDGs; then a barrier. out[(warp * iters + it) * 4 + 0..3] = start, first LDS used, last
+// LDS used, LDGs used. Does the LDS burst wait for the LDGs' wavefronts (processor sharing: about twice its
+// own), pass first, or take turns with them?
+template <int G, int L>
+DEVI void dstage_body(const char* gbase, unsigned* sink, long long* out, int iters) {
+    extern __shared__ __align__(16) unsigned dsm[];
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    for (int i = threadIdx.x; i < 4096; i += blockDim.x) dsm[i] = i;
+    const char* p = gbase + (long long)(blockIdx.x * (blockDim.x >> 5) + wid) * 4352 + lane * 128;
+    const unsigned a = (unsigned)__cvta_generic_to_shared(dsm) + lane * 8;
+    unsigned acc = 0;
+    __syncthreads();
+#pragma unroll 1
+    for (int it = 0; it < iters; ++it) {
+        long long t0 = clk();
+        uint2 x[G > 0 ? G : 1];
+#pragma unroll
+        for (int k = 0; k < G; ++k)
+            asm volatile("ld.global.nc.v2.u32 {%0,%1}, [%2];" : "=r"(x[k].x), "=r"(x[k].y) : "l"(p + ((it * G + k) * 8) % 128) : "memory");
+        // (the LDS addresses depend on a clock read after the LDGs, so that ptxas keeps them behind)
+        const long long tm = clk();
+        const unsigned b = a + (tm < 0 ? 4u : 0u);
+        unsigned y[L][2];
+#pragma unroll
+        for (int k = 0; k < L; ++k)
+            asm volatile("ld.shared.v2.u32 {%0,%1}, [%2];" : "=r"(y[k][0]), "=r"(y[k][1]) : "r"(b + (k % 16) * 256) : "memory");
+        unsigned f = y[0][0] ^ y[0][1];
+        asm volatile("add.u32 %0, %0, 1;" : "+r"(f));
+        long long t1 = clk();
+        unsigned l = y[L - 1][1] ^ y[L - 1][0];
+#pragma unroll
+        for (int k = 1; k < L - 1; ++k) l ^= y[k][0] ^ y[k][1];
+        asm volatile("add.u32 %0, %0, 1;" : "+r"(l));
+        long long t2 = clk();
+        unsigned gsum = 0;
+#pragma unroll
+        for (int k = 0; k < G; ++k) gsum ^= x[k].x ^ x[k].y;
+        asm volatile("add.u32 %0, %0, 1;" : "+r"(gsum));
+        long long t3 = clk();
+        acc ^= f ^ l ^ gsum;
+        if (lane == 0) {
+            long long* o = out + ((long long)(blockIdx.x * (blockDim.x >> 5) + wid) * iters + it) * 4;
+            o[0] = t0; o[1] = t1; o[2] = t2; o[3] = t3;
+        }
+        __syncthreads();
+    }
+    if (acc == 0x12345678u) sink[threadIdx.x] = acc;
+}
+#define DSTAGE_KERNEL(G, L)                                                                                     \
+    extern "C" __global__ void __launch_bounds__(1024) dstage##G##_##L(const char* gbase, unsigned* sink,        \
+                                                                      long long* out, int iters) {              \
+        dstage_body<G, L>(gbase, sink, out, iters);                                                             \
+    }
+DSTAGE_KERNEL(0, 12)
+DSTAGE_KERNEL(1, 12)
+DSTAGE_KERNEL(4, 12)
+DSTAGE_KERNEL(4, 24)
+DSTAGE_KERNEL(4, 1)
 
 // ---- L2 state: read a buffer twice, write a buffer once ------------------------------------------------
 extern "C" __global__ void read_twice(const float4* __restrict__ src, float* sink, long long n4) {

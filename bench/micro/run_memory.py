@@ -417,6 +417,39 @@ def m_order(b: Bench) -> dict:
     return res
 
 
+DSTAGE_KERNELS = ("dstage0_12", "dstage1_12", "dstage4_12", "dstage4_24", "dstage4_1")
+
+
+def m_dstage(b: Bench) -> dict:
+    """A DGEMM loop in skeleton (memory.cu dstage<G>_<L>): per iteration every warp issues G 32-wavefront
+    LDG.E.64 (L1 hits), then L conflict-free LDS.64, stamps the use of its first and last LDS and of its
+    LDGs, and meets the others at a barrier; one CTA of 8 or 32 warps per SM, 64 iterations. Per case the
+    medians over SMs, warps and iterations 8-63 of each stamp after the iteration's start, and the median
+    iteration period."""
+    cp, np = b.cp, b.np
+    iters = 64
+    g = cp.zeros(b.sms * 32 * 4352 + (1 << 20), dtype=cp.uint8)
+    sink = cp.zeros(1024, dtype=cp.uint32)
+    res = {"method": "dstage<G>_<L>, one CTA per SM, 64 iterations; cycles after each iteration's start (median "
+                     "over SMs, warps, iterations 8-63): first LDS used, last LDS used, LDGs used; period: median "
+                     "start-to-start", "cases": {}}
+    for warps in (8, 32):
+        out = cp.zeros(b.sms * warps * iters * 4, dtype=cp.int64)
+        for k in DSTAGE_KERNELS:
+            runs = []
+            for _ in range(3):
+                b.launch(k, b.sms, 32 * warps, (g, sink, out, np.int32(iters)), shared=16 * 1024)
+                b.sync()
+                o = out.get().reshape(b.sms, warps, iters, 4)[:, :, 8:, :].astype(np.int64)
+                start = o[..., 0]
+                runs.append({"first_lds": float(np.median(o[..., 1] - start)),
+                             "last_lds": float(np.median(o[..., 2] - start)),
+                             "ldgs": float(np.median(o[..., 3] - start)),
+                             "period": float(np.median(np.diff(start, axis=2)))})
+            res["cases"][f"{k}_w{warps}"] = {"kernel": k, "warps": warps, "runs": runs}
+    return res
+
+
 def m_issue4(b: Bench) -> dict:
     """As `issue`, with warps 0-3 of a 4-warp CTA: one warp on each sub-partition (warp id mod 4).
     How many 32-way-conflicting LDS (32-line LDG) each issues before its first long gap says whether
@@ -990,7 +1023,7 @@ def main() -> int:
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--ncu-only", default="", help="with --ncu: 'wrap' profiles only the wrapped-load kernels, 'burst' only mix_burst's LDG warps and pair_probe, 'l1wf' only the l1p kernels (data-stage wavefronts)")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
-    ap.add_argument("--only", default="", help="comma list: ldg,wrap,scatter,partition,stream,stg,stg_scatter,sts,lds,issue,issue4,xq,order,issue_st,war,st_order,mix,mix2,mix3,pace,burst,launch,bandwidth")
+    ap.add_argument("--only", default="", help="comma list: ldg,wrap,scatter,partition,stream,stg,stg_scatter,sts,lds,issue,issue4,xq,order,dstage,issue_st,war,st_order,mix,mix2,mix3,pace,burst,launch,bandwidth")
     args = ap.parse_args()
     if args.ncu_child:
         ncu_child(args.ncu_child, args.ncu_only)
@@ -1009,7 +1042,7 @@ def main() -> int:
     b = Bench(comp["cubin"])
     b.launch("empty", 1, 32, (b.np.uint64(0),))
     groups = {"ldg": m_ldg_rates, "bcast": m_bcast, "wrap": m_wrap, "scatter": m_scatter, "partition": m_partition, "stream": m_stream, "stg": m_stg, "stg_scatter": m_stg_scatter, "sts": m_sts, "lds": m_lds, "issue": m_issue,
-              "issue4": m_issue4, "xq": m_xq, "order": m_order, "issue_st": m_issue_st, "war": m_war, "st_order": m_st_order, "mix": m_mix, "mix2": m_mix2, "mix3": m_mix3, "pace": m_pace, "burst": m_burst,
+              "issue4": m_issue4, "xq": m_xq, "order": m_order, "dstage": m_dstage, "issue_st": m_issue_st, "war": m_war, "st_order": m_st_order, "mix": m_mix, "mix2": m_mix2, "mix3": m_mix3, "pace": m_pace, "burst": m_burst,
               "launch": m_launch, "bandwidth": m_bandwidth_events}
     only = {s for s in args.only.split(",") if s}
     for name, fn in groups.items():

@@ -637,7 +637,7 @@ L1P_KERNEL(8, nc, true)
 // LDS used, LDGs used. Does the LDS burst wait for the LDGs' wavefronts (processor sharing: about twice its
 // own), pass first, or take turns with them?
 template <int G, int L>
-DEVI void dstage_body(const char* gbase, unsigned* sink, long long* out, int iters) {
+DEVI void dstage_body(const char* gbase, unsigned* sink, long long* out, int iters, int sync = 1) {
     extern __shared__ __align__(16) unsigned dsm[];
     const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
     for (int i = threadIdx.x; i < 4096; i += blockDim.x) dsm[i] = i;
@@ -677,7 +677,7 @@ DEVI void dstage_body(const char* gbase, unsigned* sink, long long* out, int ite
             long long* o = out + ((long long)(blockIdx.x * (blockDim.x >> 5) + wid) * iters + it) * 4;
             o[0] = t0; o[1] = t1; o[2] = t2; o[3] = t3;
         }
-        __syncthreads();
+        if (sync) __syncthreads();
     }
     if (acc == 0x12345678u) sink[threadIdx.x] = acc;
 }
@@ -686,6 +686,15 @@ DEVI void dstage_body(const char* gbase, unsigned* sink, long long* out, int ite
                                                                       long long* out, int iters) {              \
         dstage_body<G, L>(gbase, sink, out, iters);                                                             \
     }
+// dfree<G>_<L>: the same loop without the barrier, so that the warps drift apart and their kinds interleave
+#define DFREE_KERNEL(G, L)                                                                                      \
+    extern "C" __global__ void __launch_bounds__(1024) dfree##G##_##L(const char* gbase, unsigned* sink,         \
+                                                                     long long* out, int iters) {               \
+        dstage_body<G, L>(gbase, sink, out, iters, 0);                                                          \
+    }
+DFREE_KERNEL(0, 12)
+DFREE_KERNEL(1, 12)
+DFREE_KERNEL(4, 12)
 DSTAGE_KERNEL(0, 12)
 DSTAGE_KERNEL(1, 12)
 DSTAGE_KERNEL(4, 12)

@@ -417,13 +417,15 @@ def m_order(b: Bench) -> dict:
     return res
 
 
-DSTAGE_KERNELS = ("dstage0_12", "dstage1_12", "dstage4_12", "dstage4_24", "dstage4_1")
+DSTAGE_KERNELS = ("dstage0_12", "dstage1_12", "dstage4_12", "dstage4_24", "dstage4_1", "dfree0_12", "dfree1_12",
+                  "dfree4_12")
 
 
 def m_dstage(b: Bench) -> dict:
     """A DGEMM loop in skeleton (memory.cu dstage<G>_<L>): per iteration every warp issues G 32-wavefront
     LDG.E.64 (L1 hits), then L conflict-free LDS.64, stamps the use of its first and last LDS and of its
-    LDGs, and meets the others at a barrier; one CTA of 8 or 32 warps per SM, 64 iterations. Per case the
+    LDGs, and meets the others at a barrier (dfree<G>_<L>: no barrier, the warps drift apart); one CTA of 8
+    or 32 warps per SM, 64 iterations. Per case the
     medians over SMs, warps and iterations 8-63 of each stamp after the iteration's start, and the median
     iteration period."""
     cp, np = b.cp, b.np

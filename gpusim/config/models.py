@@ -206,6 +206,12 @@ class L1Config(_Model):
     accesses and the wavefronts of shared-memory accesses pass one SM-wide data stage, one unit per
     cycle at `sm.shared_memory.wavefronts_per_cycle` (which must then equal `lines_per_cycle`).
     False: each kind passes a stage of its own (gpusim/timing/mem/lsu.py)."""
+    data_stage: Literal["shared", "booked"] = "shared"
+    """How the unified data stage orders the two kinds' work (`memory.l1.unified_data_stage`).
+    shared: each kind's backlog at half the stage while both have work, a smaller access beside larger
+    ones costing more (`DataStage.passed`). booked: every access books its units in the stage's earliest
+    free cycles from the start of its pass through its queue; accesses booked before keep their cycles
+    and a later one fills the gaps they leave (`DataStage.book`)."""
     miss_bytes_per_warp: int | None = Field(default=None, ge=1)
     """Bytes of register data (32 lanes x access width per load) one warp may have outstanding in
     loads that missed L1; a load that would exceed it waits for earlier ones to return (None: no limit)."""

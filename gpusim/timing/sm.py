@@ -107,7 +107,7 @@ class SM:
         l1 = cfg.memory.l1
         mio_stage = Stage(cfg.sm.shared_memory.wavefronts_per_cycle)
         tag_stage = Stage(l1.lines_per_cycle)
-        data = DataStage(l1.lines_per_cycle) if l1.unified_data_stage else None
+        data = DataStage(l1.lines_per_cycle, l1.data_stage == "booked") if l1.unified_data_stage else None
         self.sps = [SubPartition(i, facts.pipe_names, cfg.sm, mio_stage, tag_stage, data)
                     for i in range(cfg.sm.sub_partitions)]
         # the queues that share each stage (they divide its rate among those busy: mem/lsu.py)

@@ -32,13 +32,14 @@ from gpusim.timing.sm import SM
 
 SB_CAPACITY = 32  # pending releases kept per scoreboard (see sm.sb_push)
 MISS_CAPACITY = 64  # outstanding L1 misses kept per warp (the per-warp byte limit keeps them far fewer)
+BOOK_CAPACITY = 4096  # booked intervals kept per SM's data stage (those not over yet: a few per queued access)
 DEPENDENCY_IDS = 384  # register scoreboard ids: R 0-255, P 256+, UR 300+, UP 370+ (static._ids)
 
 CONFIG = np.dtype([("control_mode", "?"), ("dual", "i8"), ("policy", "i8"), ("two_level_n", "i8"),
                    ("smem_latency", "f8"), ("mio_read", "f8"), ("lsu_read", "f8"), ("const_latency", "f8"),
                    ("branch_latency", "f8"), ("watchdog", "f8"), ("quantum", "f8"), ("n_sp", "i8"),
                    ("warps_per_cta", "i8"), ("ctas_per_sm", "i8"), ("cta_launch_cycles", "f8"),
-                   ("unified_stage", "?"), ("read_ports", "?"), ("read_at_issue", "?"),
+                   ("unified_stage", "?"), ("booked_stage", "?"), ("read_ports", "?"), ("read_at_issue", "?"),
                    # sampled mode (compiled/sampled.py): the SMs' own CTA queues, residences, stored rows
                    # and made-up loop iterations; the arrays' room one cycle step may need for those
                    ("sampled", "?"), ("sector_shift", "i8"), ("loop_branch", "i8"), ("room_records", "i8"),
@@ -81,6 +82,8 @@ STAGE = np.dtype([("rate", "f8"), ("free", "f8"),
 
 State = namedtuple("State", [
     "cfg", "mem", "w", "cta", "sp", "sm", "q", "q_buf", "qs_buf", "stage",
+    # the booked data stage (`DataStage.book`): per SM its booked intervals (start, end) in order, and how many
+    "book", "book_n",
     # the trace: per record (pcs, mem_rows, regc, wavef, glines), per warp (where its loaded records begin
     # and end, whether more will come: streaming), per global access row its sectors (sector_base[row] +
     # sector_list[sector_start[row]:sector_start[row + 1]]: 32-bit distances from the row's first, gpu.sector_deltas)
@@ -164,7 +167,7 @@ def build(gpu, occ, ctas, arrays: dict, primed: int | None = None, sampled: dict
             cfg.sm.shared_memory.latency_cycles, cfg.sm.mio_register_read_cycles, cfg.sm.lsu_register_read_cycles,
             cfg.memory.constant_latency_cycles, sched.branch_latency_cycles, cfg.watchdog_cycles, SM.QUANTUM, n_sp,
             gpu.warps_per_cta, occ.ctas_per_sm, gpu.cta_launch_cycles, cfg.memory.l1.unified_data_stage,
-            cfg.sm.register_file.read_ports is not None, cfg.sm.access_registers_read_at == "issue", sampled is not None, gpu._sector_shift, -1 if gpu.trace.elision is None else gpu.trace.elision.branch,
+            cfg.memory.l1.data_stage == "booked", cfg.sm.register_file.read_ports is not None, cfg.sm.access_registers_read_at == "issue", sampled is not None, gpu._sector_shift, -1 if gpu.trace.elision is None else gpu.trace.elision.branch,
             *room)
     # the memory path's parameters, derived as the object model derives them (and a warm L2 as it fills it)
     if sampled is None:
@@ -229,7 +232,7 @@ def build(gpu, occ, ctas, arrays: dict, primed: int | None = None, sampled: dict
         sm=sm, q=q, q_buf=np.zeros((n_sps * 2, max(cfg.sm.mio_queue_depth,
                                                                              cfg.sm.lsu_queue_depth) + 2)),
         qs_buf=np.zeros((n_sps * 2, max(cfg.sm.mio_store_queue_depth or 0, cfg.sm.lsu_store_queue_depth or 0) + 2)),
-        stage=stage, **arrays,
+        stage=stage, book=np.zeros((n_sm, BOOK_CAPACITY, 2)), book_n=np.zeros(n_sm, dtype=np.int64), **arrays,
         kind=col(0, np.int64), pipe=col(1, np.int64), occupancy=col(2, np.float64), latency=col(3, np.float64),
         stall=col(4, np.float64), wbar=np.array([-1 if e[5] is None else e[5] for e in ex], dtype=np.int64),
         rbar=np.array([-1 if e[6] is None else e[6] for e in ex], dtype=np.int64), writes=col(7, np.bool_),
@@ -324,6 +327,8 @@ def _as_state(owned):
     st.q_buf = _borrowed(owned.q_buf)
     st.qs_buf = _borrowed(owned.qs_buf)
     st.stage = _borrowed(owned.stage)
+    st.book = _borrowed(owned.book)
+    st.book_n = _borrowed(owned.book_n)
     st.pcs = _borrowed(owned.pcs)
     st.mem_rows = _borrowed(owned.mem_rows)
     st.regc = _borrowed(owned.regc)

@@ -9,7 +9,8 @@ State (fields of the structured arrays built by `engine.build`):
   queued instructions leave (`st.q_buf[q]`, a ring from `head`, `n` long);
 - stages (`st.stage`, one row per SM and kind: `SM * 2 + MIO|LSU`): rate, free; with a unified data
   stage (`cfg.unified_stage`) the `DataStage`: each kind's work and last access's units in its row,
-  and its rate and the cycle it was brought up to in the MIO row;
+  and its rate and the cycle it was brought up to in the MIO row; booked (`cfg.booked_stage`): its
+  booked intervals per SM (`st.book`, `st.book_n`);
 - the chip's L2, DRAM and their counters (`st.mem[0]`), the LRUs of L2, its dirty sectors and its
   reused sectors (the dirty data's reach), each SM's L1 LRU.
 """
@@ -83,6 +84,49 @@ def data_passed(st, sm, kind, now, units, done):
 
 
 @njit
+def data_book(st, sm, now, arrive, units, done):
+    """`DataStage.book` (with `book_gaps`): the cycle an access that starts to pass its queue at `arrive`
+    has passed the SM's booked data stage."""
+    b = st.book[sm]
+    n = st.book_n[sm]
+    k = 0
+    while k < n and b[k, 1] <= now:  # bookings over by now
+        k += 1
+    if k:
+        for j in range(n - k):
+            b[j, 0] = b[j + k, 0]
+            b[j, 1] = b[j + k, 1]
+        n -= k
+    need = units / st.stage[sm * 2 + MIO].data_rate
+    t = arrive
+    i = 0
+    while i < n and b[i, 1] <= t:
+        i += 1
+    while need > 1e-12:
+        if i < n and b[i, 0] <= t:
+            if b[i, 1] > t:
+                t = b[i, 1]
+            i += 1
+            continue
+        gap_end = b[i, 0] if i < n else np.inf
+        take = need if need < gap_end - t else gap_end - t
+        if take > 0.0:
+            if n >= b.shape[0]:
+                raise RuntimeError("compiled engine: the booked data stage overflowed its intervals")
+            for j in range(n, i, -1):
+                b[j, 0] = b[j - 1, 0]
+                b[j, 1] = b[j - 1, 1]
+            b[i, 0] = t
+            b[i, 1] = t + take
+            n += 1
+            i += 1
+            need -= take
+            t += take
+    st.book_n[sm] = n
+    return t if t > done else done
+
+
+@njit
 def queue_access(st, q, stage, first_q, step, count, now, units, unified, store):
     """`AccessQueue.access`: an instruction of `units` (a `store`) enters queue `q` at `now`; (cycle it starts to
     pass, cycle it has passed). The `count` queues `first_q`, `first_q` + `step`, ... share `stage`
@@ -105,7 +149,10 @@ def queue_access(st, q, stage, first_q, step, count, now, units, unified, store)
         done = start + units / rate
         row.free = done
     if unified:
-        done = data_passed(st, stage // 2, stage % 2, now, units, done)
+        if st.cfg[0].booked_stage:
+            done = data_book(st, stage // 2, now, start, units, done)
+        else:
+            done = data_passed(st, stage // 2, stage % 2, now, units, done)
         if done > row.free:
             row.free = done
     row.n = _push(st.q_buf[q], row.head, row.n, done)

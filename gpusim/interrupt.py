@@ -47,6 +47,14 @@ def exit_code(exc: BaseException) -> int:
 
 
 def _raise_interrupted(signum, frame):
+    f = frame
+    while f is not None:
+        if "llvmlite" in f.f_code.co_filename:
+            # inside numba's compiler, which llvmlite calls back into Python from C: an exception
+            # raised here cannot unwind through it and the process crashes (a fresh checkout compiles
+            # the engine in its first run); leave at once with the same line and code instead
+            leave("gpusim", Interrupted(signum))
+        f = f.f_back
     raise Interrupted(signum)
 
 

@@ -71,7 +71,7 @@ METRIC_SETS: dict[str, tuple[str, ...] | None] = {
     "all": None,
     "dram": ("gpc__cycles_elapsed.max", "gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum"),
     # the L1 data stage's work by memory space: does a global load cost its lines there (as at the tag
-    # stage) or fewer wavefronts? (bench/micro/README.md, `order`)
+    # stage) or fewer wavefronts? (bench/micro/README.md, memory22 `l1wf`)
     "l1": ("gpc__cycles_elapsed.max", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
            "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum",
            "l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_read.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_cmd_read.sum",

@@ -617,7 +617,7 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
     `no_reuse`: False leaves reg_conflict_cycles_no_reuse out (detailed mode's stream reads none).
     `load_lane_bytes`: glines of a global load is at least its lane data over this (`load_stage_units`).
     `tag_lines_per_cycle`: glines of a global load is its data-stage bank wavefronts, at least its lines
-    at this rate (`load_bank_units`; after `load_lane_bytes`, which the wavefronts then cover).
+    at this rate (`load_bank_units`; instead of `load_lane_bytes`, whose floor the wavefronts cover).
     """
     rec = trace.records
     n = len(rec)
@@ -646,15 +646,13 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
         cols["gsectors"][sel], cols["glines"][sel] = global_sectors(trace.addresses, trace.access_bytes[r],
                                                                     rec["exec_mask"][sel], sector_bytes, line_bytes,
                                                                     rows=r)
-        ld = mem[kind == kinds.index(GLOBAL_LOAD) + 1]
-        if load_lane_bytes:
+        ld = mem[kind == kinds.index(GLOBAL_LOAD) + 1]  # glines[ld] holds the loads' distinct lines here
+        if tag_lines_per_cycle and len(ld):
+            cols["glines"][ld] = load_bank_units(cols["glines"][ld], trace.addresses, trace.access_bytes[rows[ld]],
+                                                 rec["exec_mask"][ld], tag_lines_per_cycle, rows=rows[ld])
+        elif load_lane_bytes:
             cols["glines"][ld] = load_stage_units(cols["glines"][ld], rec["exec_mask"][ld],
                                                   trace.access_bytes[rows[ld]], load_lane_bytes)
-        if tag_lines_per_cycle and len(ld):
-            lines = global_sectors(trace.addresses, trace.access_bytes[rows[ld]], rec["exec_mask"][ld], sector_bytes,
-                                   line_bytes, rows=rows[ld])[1]
-            cols["glines"][ld] = load_bank_units(lines, trace.addresses, trace.access_bytes[rows[ld]],
-                                                 rec["exec_mask"][ld], tag_lines_per_cycle, rows=rows[ld])
     conflicts, hits, without = register_bank_conflicts(program, trace, reg_banks, reg_bank_width_bits, reuse_cache,
                                                         reg_memory_ops, return_hits=True, carry=reuse_carry,
                                                         read_ports=reg_read_ports, no_reuse=no_reuse)

@@ -197,6 +197,14 @@ def test_wrong_type_in_yaml_names_path(tmp_path):
     assert "bad.yaml" in msg and "sm.shared_memory.bank_width_bytes" in msg
 
 
+def test_data_stage_must_be_shared_or_booked(tmp_path):
+    p = _write(tmp_path, "stage.yaml", "extends: h100\ncard: stage\nmemory:\n  l1:\n    data_stage: fifo\n")
+    with pytest.raises(SpecError) as exc:
+        load_gpu(str(p))
+    msg = _one_line(exc)
+    assert "stage.yaml" in msg and "memory.l1.data_stage" in msg
+
+
 def test_tag_rate_must_be_positive(tmp_path):
     p = _write(tmp_path, "tag.yaml", "extends: h100\ncard: tag\nmemory:\n  l1:\n    tag_lines_per_cycle: 0\n")
     with pytest.raises(SpecError) as exc:

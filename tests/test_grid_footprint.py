@@ -51,7 +51,7 @@ def test_waves_read_again_what_the_l2_lost(capacity, expect_reads):
     fp = GridFootprint.fit(_footprints(grid, [0, 1, 4]), KINDS, grid)
     whole = _footprints(grid, range(16))
     compulsory = len(np.unique(np.concatenate([whole[(c, p, 0)] for c in range(16) for p in (0, 1)])))
-    reads, _ = waves(fp, 16, 4, capacity, None, None)
+    reads, _, _ = waves(fp, 16, 4, capacity, None, None)
     if expect_reads == "once":
         assert reads == compulsory
     else:  # each wave of 4 CTAs (one row of A, all of B) reads its whole footprint again
@@ -66,7 +66,7 @@ def test_write_backs_follow_the_dirty_limit_and_leave_the_last_outputs():
     # 16 CTAs store 8 sectors each, 4 CTAs (32 sectors) a wave: with room for 40 dirty sectors, an output
     # with more than 40 stored after it is written back: waves 0 and 1 entirely (96, 64 stored after
     # them), the first 24 of wave 2 (each has 32 - i of its own wave and 32 of wave 3 after it), none of wave 3
-    assert waves(fp, 16, 4, 10_000, 40, None) == (waves(fp, 16, 4, 10_000, None, None)[0], 32 + 32 + 24)
+    assert waves(fp, 16, 4, 10_000, 40, None)[:2] == (waves(fp, 16, 4, 10_000, None, None)[0], 32 + 32 + 24)
     assert waves(fp, 16, 4, 10_000, None, None)[1] == 0  # nothing pushes them out: they stay in L2
 
 
@@ -82,7 +82,7 @@ def test_cta_footprints_of_an_emulated_kernel_fit_and_give_detailed_modes_reads(
     emu, _ = emulate(wl, cfg.arch, 256, ctas=[0])
     fp = grid_footprint(emu, wl, cfg, 256)
     assert fp is not None
-    reads, writes = waves(fp, 4, 13, 1_835_008 // 32, None, None)
+    reads, writes, _ = waves(fp, 4, 13, 1_835_008 // 32, None, None)
     assert reads * 32 == 2 * 256 * 256 * 8 and writes == 0
 
 
@@ -157,3 +157,41 @@ def test_loads_read_whole_fetch_blocks_where_their_sets_move_by_blocks():
     assert waves(fp, 16, 4, 10_000, None, None, fetch=2)[0] == 4 * 256 + 2 * 4 * 64
     fp = GridFootprint.fit(_isolated(3), kinds, grid)
     assert waves(fp, 16, 4, 10_000, None, None, fetch=2)[0] == waves(fp, 16, 4, 10_000, None, None)[0]
+
+
+def test_a_missed_block_whose_requests_ask_part_of_it_counts_the_rest_as_fills():
+    """l2_block_fills in the grid replay: B's requests ask one sector of each 64-byte pair (its
+    neighbour comes alongside: one fill per missed block), A's whole pairs (none). Without the asks
+    nothing is counted; the reads do not change."""
+    grid, kinds = (4, 4, 1), np.array([LOAD, LOAD], np.int8)
+    fps = _isolated(2)
+    asks = {(0, p, 0): (np.unique(fps[(0, p, 0)] // 2), np.full(len(np.unique(fps[(0, p, 0)] // 2)), 2 - p))
+            for p in (0, 1)}
+    fp = GridFootprint.fit(fps, kinds, grid, asks, fetch=2)
+    plain = GridFootprint.fit(fps, kinds, grid)
+    assert waves(fp, 16, 4, 10_000, None, None, fetch=2) == (4 * 256 + 2 * 4 * 64, 0, 4 * 64)
+    assert waves(plain, 16, 4, 10_000, None, None, fetch=2) == (4 * 256 + 2 * 4 * 64, 0, 0)
+    # a wave that finds B's blocks in L2 fills nothing: with room for one wave, each wave reads B again
+    assert waves(fp, 16, 4, 300, None, None, fetch=2)[2] == 4 * 4 * 64
+
+
+def test_block_asks_are_the_most_one_request_asks_of_each_block():
+    """gpusim.trace.footprint.block_asks on an emulated kernel: every block a group touches is there,
+    its asked count between 1 and the block's sectors; dgemm_unroll's loads ask whole pairs in some
+    groups and single sectors in others."""
+    from gpusim.config import load_gpu
+    from gpusim.emu.run import emulate
+    from gpusim.timing.mem.grid import access_kinds
+    from gpusim.trace.footprint import block_asks, cta_footprints
+    from gpusim.workloads import find_workload
+
+    wl, cfg = find_workload("dgemm_unroll"), load_gpu("h100")
+    emu, _ = emulate(wl, cfg.arch, 256, ctas=[0])
+    kinds = access_kinds(emu.program, cfg)
+    asks, fps = block_asks(emu, kinds, 2), cta_footprints(emu, kinds)
+    assert set(asks) == set(fps)
+    for key, (blocks, asked) in asks.items():
+        assert np.array_equal(blocks, np.unique(fps[key] // np.uint64(2)))
+        assert ((asked >= 1) & (asked <= 2)).all()
+    loads = [a for key, (_, a) in asks.items() if kinds[key[1]] == LOAD]
+    assert any((a == 1).all() for a in loads) and any((a == 2).all() for a in loads)

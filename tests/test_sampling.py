@@ -67,7 +67,9 @@ def test_sampled_memory_counters_near_detailed(name, card, n):
     assert s["l1_hits"] + s["l1_misses"] == pytest.approx(d["l1_hits"] + d["l1_misses"], rel=0.01)
     assert s["l1_misses"] == pytest.approx(d["l1_misses"], rel=0.1)
     assert s["l2_bytes"] == pytest.approx(d["l2_bytes"], rel=0.05)
-    for counter in ("l2_misses", "dram_read_bytes"):
+    # l2_block_fills (the sectors a miss brings alongside, H100) are the grid replay's: the simulated
+    # SMs' own, scaled, were 2x detailed mode's on the H100 DGEMMs at n=1024
+    for counter in ("l2_misses", "dram_read_bytes", "l2_block_fills"):
         assert sampled.memory[counter] == pytest.approx(detailed.memory[counter], rel=0.05), counter
 
 

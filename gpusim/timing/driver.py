@@ -143,15 +143,21 @@ def grid_footprint(emu, wl, cfg, size: int):
     move rigidly with the block index."""
     from gpusim.emu.run import more_ctas
     from gpusim.timing.mem.grid import GridFootprint, access_kinds, extra_ctas
-    from gpusim.trace.footprint import cta_footprints
+    from gpusim.timing.mem.l2 import fetch_sectors
+    from gpusim.trace.footprint import block_asks, cta_footprints
 
     grid = emu.launch.grid
     kinds = access_kinds(emu.program, cfg)
     footprints = cta_footprints(emu, kinds)
     extra = extra_ctas(emu.ctas, grid)
-    if extra:
-        footprints.update(cta_footprints(more_ctas(emu, extra), kinds))
-    return GridFootprint.fit(footprints, kinds, grid)
+    others = more_ctas(emu, extra) if extra else None
+    if others is not None:
+        footprints.update(cta_footprints(others, kinds))
+    fetch = fetch_sectors(cfg.memory)
+    asks = None
+    if fetch > 1:  # CTA 0's requests: which blocks their misses fill alongside
+        asks = block_asks(emu if 0 in emu.ctas else others, kinds, fetch)
+    return GridFootprint.fit(footprints, kinds, grid, asks, fetch)
 
 
 def beside_ctas(wl, size: int, cfg, ctas: list[int]) -> list[int]:

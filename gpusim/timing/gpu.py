@@ -67,7 +67,8 @@ class GPU:
         self.mode = mode
         self.footprint_bytes = footprint_bytes  # bytes of the input buffers (sampled mode's DRAM estimate)
         self.grid_footprint = grid  # sampled mode: the whole grid's footprints (mem/grid.py), or None
-        self.grid_traffic = None  # sampled mode, cold L2: (DRAM bytes read, written back) of the grid's waves
+        # sampled mode, cold L2: (DRAM bytes read, bytes written back, L2 block fills) of the grid's waves
+        self.grid_traffic = None
         # timeline recording window: (first cycle, last cycle, set of CTA ids or None), or None for no timeline
         self.window = None if window is None else (window[0], window[1], None if window[2] is None else set(window[2]))
         self.records_stream = None  # detailed mode's records made as the run needs them (compiled/stream.py), else None
@@ -142,9 +143,10 @@ class GPU:
             return None
         return min(1.0, self.footprint_bytes / self.cfg.memory.l1.sector_bytes / active / n)
 
-    def _grid_traffic(self, occ, active: int) -> tuple[int, int] | None:
-        """Sampled mode from a cold L2: (DRAM bytes read, bytes written back during the kernel) of the
-        whole grid, replayed wave by wave from its footprints (mem/grid.py), or None without them."""
+    def _grid_traffic(self, occ, active: int) -> tuple[int, int, int] | None:
+        """Sampled mode from a cold L2: (DRAM bytes read, bytes written back during the kernel, sectors
+        filled alongside a miss) of the whole grid, replayed wave by wave from its footprints
+        (mem/grid.py), or None without them."""
         fp = self.grid_footprint
         if fp is None or self.cfg.memory.l2.initial == "warm":
             return None
@@ -153,10 +155,11 @@ class GPU:
 
         l2, sb = self.cfg.memory.l2, self.cfg.memory.l1.sector_bytes
         sectors = (lambda b: None if b is None else int(b) // sb)
-        reads, writes = waves(fp, self._grid_ctas(), active * max(1, occ.ctas_per_sm),
-                              sectors(l2.effective_size_bytes or l2.size_bytes), sectors(l2.dirty_limit_bytes),
-                              sectors(l2.dirty_reach_bytes), fetch_sectors(self.cfg.memory))
-        return reads * sb, writes * sb
+        reads, writes, fills = waves(fp, self._grid_ctas(), active * max(1, occ.ctas_per_sm),
+                                     sectors(l2.effective_size_bytes or l2.size_bytes),
+                                     sectors(l2.dirty_limit_bytes), sectors(l2.dirty_reach_bytes),
+                                     fetch_sectors(self.cfg.memory))
+        return reads * sb, writes * sb, fills
 
     def _load_sectors_touched(self) -> int:
         """Distinct sectors read by the global loads of the traced CTAs, including any loop iterations
@@ -408,7 +411,6 @@ class GPU:
         out["l1_misses"] = cached - out["l1_hits"]
         lookups = out["l1_misses"] + uncached  # L2's, by loads (stores are not looked up)
         out["l2_bytes"] = (lookups + stores) * self.cfg.memory.l1.sector_bytes
-        lookups += out.get("l2_block_fills", 0)  # and the sectors misses brought alongside (scaled as traffic)
         # write-backs cannot exceed what the grid stores (each CTA's stores once, scaled by CTAs only:
         # the fast-forwarded loop iterations of GEMMs store nothing); scaled like the loads, the
         # simulated SMs' write-backs came to 3-6x the 32 MB a 2048^2 DGEMM writes. Write-backs are scaled
@@ -421,7 +423,7 @@ class GPU:
             # the grid's waves (mem/grid.py): detailed mode's reads and write-backs where the CTAs of a
             # wave run in step (dgemm_unroll gtx970 1024: both to the byte), which the simulated SMs'
             # own traffic scaled up cannot give (their L2 does not see the other SMs': -26% there)
-            out["dram_read_bytes"], out["dram_write_bytes"] = self.grid_traffic
+            out["dram_read_bytes"], out["dram_write_bytes"], out["l2_block_fills"] = self.grid_traffic
             out["dram_bytes"] = out["dram_read_bytes"] + out["dram_write_bytes"]
         elif self.footprint_bytes and self.footprint_bytes <= (l2.effective_size_bytes or l2.size_bytes):
             # inputs that fit in L2 come from DRAM once (a cold L2), or not at all (warm): the grid's
@@ -429,6 +431,10 @@ class GPU:
             # (within 1.5%; the simulated SMs' own traffic scaled up was off by up to +75%)
             out["dram_read_bytes"] = 0 if l2.initial == "warm" else self.footprint_bytes
             out["dram_bytes"] = out["dram_read_bytes"] + out["dram_write_bytes"]
+        # and the sectors misses brought alongside: the grid's (mem/grid.py `waves`; the simulated SMs'
+        # own, scaled as traffic, were 1.9-2x detailed mode's on the H100 DGEMMs at n=1024, exact with
+        # the grid's: bench/results/sampled_counters.txt), else the simulated SMs' own, scaled
+        lookups += out.get("l2_block_fills", 0)
         # the simulated SMs' L2 cannot hold the other SMs' fills: a load that waits for another
         # SM's fill is a hit in detailed mode. Misses are the sectors DRAM delivers (the grid's
         # estimate, `MemorySystem._to_dram`), hits the rest of the lookups.

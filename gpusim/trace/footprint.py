@@ -14,43 +14,88 @@ import numpy as np
 from gpusim.trace.lanes import lane_bits
 
 
-def cta_footprints(emu, kind_of_pc: np.ndarray, shift: int = 5) -> dict:
-    """{(cta id, instruction index, warp of the CTA): sorted distinct sector numbers (uint64)} over the
-    emulator log's global accesses (per warp too: one instruction may read one matrix in some warps
-    and another in the others, as maxas's SGEMM does). `kind_of_pc[i]` is 1 for a global load, 2 for
-    a global store, 0 otherwise (only those are kept); lanes that did not execute are left out."""
+def _lanes(emu, kind_of_pc: np.ndarray, shift: int):
+    """The emulator log's global accesses lane by lane: (request, group, sector) per executing lane
+    whose sector is not its executing left neighbour's (most lanes of a coalesced access), where a
+    request is one warp's execution of one instruction and a group is (CTA, warp of the CTA,
+    instruction) as `_key` decodes it; None without global accesses."""
     log = emu.log
     keep = [s for s in sorted(log.mem) if kind_of_pc[log.pcs[s]]]
     if not keep:
-        return {}
+        return None
     wpc = emu.launch.warps_per_cta
     local = np.arange(len(emu.warp_cta))
     n_pc = len(kind_of_pc)
     key_of_warp = (np.asarray(emu.ctas, dtype=np.int64)[np.asarray(emu.warp_cta)] * wpc + local % wpc) * n_pc
-    groups, sectors = [], []
+    requests, groups, sectors = [], [], []
     exact = log.exec_masks is not None and len(log.exec_masks) == len(log.pcs)
+    first = 0
     for s in keep:
         block = log.mem[s][0].reshape(-1, 32).astype(np.uint64, copy=False)
         mask = (log.exec_masks[s] & log.masks[s]) if exact else log.masks[s]
         lanes = lane_bits(mask)
         secs = block >> np.uint64(shift)
-        # a lane whose sector is its executing left neighbour's adds nothing (most lanes of a coalesced access)
         repeat = np.zeros_like(lanes)
         repeat[:, 1:] = lanes[:, :-1] & (secs[:, 1:] == secs[:, :-1])
         rows, cols = np.nonzero(lanes & ~repeat)
-        secs = secs[rows, cols]
-        group = key_of_warp[np.asarray(log.warps[s], dtype=np.int64)[rows]] + int(log.pcs[s])
-        groups.append(group)
-        sectors.append(secs)
-    group, sec = np.concatenate(groups), np.concatenate(sectors)
-    order = np.lexsort((sec, group))
-    group, sec = group[order], sec[order]
-    new = np.r_[True, (group[1:] != group[:-1]) | (sec[1:] != sec[:-1])]
-    group, sec = group[new], sec[new]
+        requests.append(first + rows)
+        first += len(block)
+        groups.append(key_of_warp[np.asarray(log.warps[s], dtype=np.int64)[rows]] + int(log.pcs[s]))
+        sectors.append(secs[rows, cols])
+    return np.concatenate(requests), np.concatenate(groups), np.concatenate(sectors), wpc, n_pc
+
+
+def _key(group: int, wpc: int, n_pc: int) -> tuple[int, int, int]:
+    """(CTA id, instruction index, warp of the CTA) of a group number."""
+    warp, pc = divmod(int(group), n_pc)
+    return warp // wpc, pc, warp % wpc
+
+
+def _runs(*cols):
+    """Sort rows by the columns (the last varies fastest) and drop repeated rows: the sorted columns
+    and where each run of equal first columns starts."""
+    order = np.lexsort(cols[::-1])
+    cols = [c[order] for c in cols]
+    new = np.zeros(len(cols[0]), dtype=bool)
+    new[:1] = True
+    for c in cols:
+        new[1:] |= c[1:] != c[:-1]
+    return [c[new] for c in cols]
+
+
+def cta_footprints(emu, kind_of_pc: np.ndarray, shift: int = 5) -> dict:
+    """{(cta id, instruction index, warp of the CTA): sorted distinct sector numbers (uint64)} over the
+    emulator log's global accesses (per warp too: one instruction may read one matrix in some warps
+    and another in the others, as maxas's SGEMM does). `kind_of_pc[i]` is 1 for a global load, 2 for
+    a global store, 0 otherwise (only those are kept); lanes that did not execute are left out."""
+    lanes = _lanes(emu, kind_of_pc, shift)
+    if lanes is None:
+        return {}
+    _, group, sec, wpc, n_pc = lanes
+    group, sec = _runs(group, sec)
     starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
     ends = np.r_[starts[1:], len(group)]
-    out = {}
-    for a, b in zip(starts, ends):
-        warp, pc = divmod(int(group[a]), n_pc)
-        out[(warp // wpc, pc, warp % wpc)] = sec[a:b]
-    return out
+    return {_key(group[a], wpc, n_pc): sec[a:b] for a, b in zip(starts, ends)}
+
+
+def block_asks(emu, kind_of_pc: np.ndarray, fetch: int, shift: int = 5) -> dict:
+    """{(cta id, instruction index, warp of the CTA): (blocks, asked)}: the aligned blocks of `fetch`
+    sectors (an L2 miss's DRAM fetch, `memory.l2.dram_fetch_bytes`) that the group's requests touch,
+    ascending, and for each the most of its sectors one request of the group asks for. A miss by a
+    request that asks fewer brings the rest alongside (`l2_block_fills`, mem/l2.py `_fetched_with`)."""
+    lanes = _lanes(emu, kind_of_pc, shift)
+    if lanes is None:
+        return {}
+    req, group, sec, wpc, n_pc = lanes
+    req, group, sec = _runs(req, group, sec)  # distinct sectors per request
+    blk = sec // np.uint64(fetch)
+    start = np.flatnonzero(np.r_[True, (req[1:] != req[:-1]) | (blk[1:] != blk[:-1])])
+    asked = np.diff(np.r_[start, len(req)])  # sectors per (request, block)
+    group, blk = group[start], blk[start]
+    order = np.lexsort((asked, blk, group))  # per (group, block) the largest last
+    group, blk, asked = group[order], blk[order], asked[order]
+    last = np.r_[(group[1:] != group[:-1]) | (blk[1:] != blk[:-1]), True]
+    group, blk, asked = group[last], blk[last], asked[last]
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    ends = np.r_[starts[1:], len(group)]
+    return {_key(group[a], wpc, n_pc): (blk[a:b], asked[a:b]) for a, b in zip(starts, ends)}

@@ -76,18 +76,25 @@ def extra_ctas(ctas, grid) -> list[int]:
 class GridFootprint:
     """Every CTA's footprint as CTA 0's moved by the block index (see the module docstring)."""
 
-    def __init__(self, sets: dict, grid):
-        """`sets`: {(kind, strides along x, y, z): CTA 0's sectors that move so (sorted, distinct)}."""
+    def __init__(self, sets: dict, grid, asks: dict | None = None, fetch: int = 1):
+        """`sets`: {(kind, strides along x, y, z): CTA 0's sectors that move so (sorted, distinct)};
+        `asks`: for the same keys, CTA 0's blocks of `fetch` sectors and the most of each block's
+        sectors one request asks for (`gpusim.trace.footprint.block_asks`), where known."""
         self.sets = [(kind, np.array(stride, np.int64), s0) for (kind, stride), s0 in sets.items()]
+        self.asks = [(asks or {}).get(key) for key in sets]
+        self.fetch = fetch
         self.grid = tuple(grid)
         self._buckets: dict = {}  # (set index, modulus, block) -> CTA 0's blocks by residue (see `_residues`)
         self._blocks: dict = {}  # (set index, block) -> the set's strides and CTA 0's sectors in blocks
 
     @classmethod
-    def fit(cls, footprints: dict, kind_of_pc, grid) -> "GridFootprint | None":
+    def fit(cls, footprints: dict, kind_of_pc, grid, asks: dict | None = None,
+            fetch: int = 1) -> "GridFootprint | None":
         """From {(cta, instruction, warp): sectors} of the emulated CTAs; None where the sets do not
         move rigidly, or the CTAs' block indices do not tell the strides (`spans`). Sets that move
-        alike (same kind, same strides) are kept as one."""
+        alike (same kind, same strides) are kept as one. `asks` ({(cta, instruction, warp): (blocks,
+        asked)}, `block_asks` for blocks of `fetch` sectors): CTA 0's, kept per set (the most asked
+        of a block over the set's groups) for the fills of its misses (`waves`)."""
         ctas = sorted({c for c, _, _ in footprints})
         if 0 not in ctas or not spans(ctas, grid):
             return None
@@ -96,6 +103,7 @@ class GridFootprint:
         b = block_index(others, grid).astype(float)
         empty = np.zeros(0, np.uint64)
         moving = {}  # (kind, strides) -> CTA 0's sets that move so
+        asked = {}  # (kind, strides) -> CTA 0's (blocks, asked) of those sets
         for p, w in keys:
             s0 = footprints.get((0, p, w), empty).astype(np.int64)
             if not len(s0):
@@ -111,8 +119,13 @@ class GridFootprint:
                 at = int(block_index(np.array([c]), grid)[0] @ stride)
                 if not np.array_equal(sc.astype(np.int64), s0 + at):
                     return None
-            moving.setdefault((int(kind_of_pc[p]), tuple(stride.tolist())), []).append(s0)
-        return cls({key: _unique(np.concatenate(sets)) for key, sets in moving.items()}, grid)
+            key = (int(kind_of_pc[p]), tuple(stride.tolist()))
+            moving.setdefault(key, []).append(s0)
+            if asks is not None and (0, p, w) in asks:
+                asked.setdefault(key, []).append(asks[(0, p, w)])
+        sets = {key: _unique(np.concatenate(s)) for key, s in moving.items()}
+        most = {key: _most(a) for key, a in asked.items() if len(a) == len(moving[key])}
+        return cls(sets, grid, most, fetch)
 
     def aligned(self, kind: int, block: int) -> bool:
         """Whether every set of `kind` moves by whole blocks of `block` sectors."""
@@ -124,53 +137,72 @@ class GridFootprint:
         With `block` > 1 (the sets `aligned` to it): every sector of the aligned blocks of `block`
         sectors they touch (an L2 miss's DRAM fetch, `memory.l2.dram_fetch_bytes`), the sample taken by
         block (block id 0 modulo p)."""
-        if block > 1:
-            blocks, weights = self._sectors(ctas, kind, modulus, block)
-            return (blocks[:, None] * block + np.arange(block)).ravel(), np.repeat(weights, block)
-        return self._sectors(ctas, kind, modulus, 1)
+        return self.blocks(ctas, kind, modulus, block)[:2]
 
-    def _sectors(self, ctas: np.ndarray, kind: int, modulus: int, block: int) -> tuple[np.ndarray, np.ndarray]:
-        """`sectors` in units of `block` sectors (block ids)."""
+    def blocks(self, ctas: np.ndarray, kind: int, modulus: int = 1,
+               block: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`sectors`, and per sector whether a miss brings it alongside a sector its request asked for
+        (an L2 block fill): of a block whose requests ask for at most a of its sectors, `block` - a
+        are marked (the fewest over the sets that touch it; none where the sets' asks are not known)."""
+        if block > 1:
+            blocks, weights, holes = self._sectors(ctas, kind, modulus, block)
+            fill = np.arange(block)[None, :] >= (block - holes)[:, None]
+            return (blocks[:, None] * block + np.arange(block)).ravel(), np.repeat(weights, block), fill.ravel()
+        secs, weights, _ = self._sectors(ctas, kind, modulus, 1)
+        return secs, weights, np.zeros(len(secs), dtype=bool)
+
+    def _sectors(self, ctas: np.ndarray, kind: int, modulus: int,
+                 block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`sectors` in units of `block` sectors (block ids), with each block's holes (see `blocks`)."""
         bidx = block_index(ctas, self.grid)
-        parts, weights = [], []
+        parts, weights, holes = [], [], []
         for i, (k, _, _) in enumerate(self.sets):
             if k != kind:
                 continue
-            stride, s0 = self._in_blocks(i, block)
+            stride, s0, h0 = self._in_blocks(i, block)
             offsets, counts = np.unique(bidx @ stride, return_counts=True)
             if modulus == 1:
                 parts.append((s0[None, :] + offsets[:, None]).ravel())
                 weights.append(np.repeat(counts, len(s0)))
+                holes.append(np.tile(h0, len(offsets)))
                 continue
             buckets = self._residues(i, modulus, block)
             need = (-offsets) % modulus  # the residue of CTA 0's sectors that an offset moves to 0
             for q in np.unique(need):
-                b, at = buckets[q], need == q
+                (b, h), at = buckets[q], need == q
                 parts.append((b[None, :] + offsets[at][:, None]).ravel())
                 weights.append(np.repeat(counts[at], len(b)))
+                holes.append(np.tile(h, int(at.sum())))
         if not parts:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        secs, weights = np.concatenate(parts), np.concatenate(weights)
-        order = np.argsort(secs, kind="stable")
-        secs, weights = secs[order], weights[order]
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+        secs, weights, holes = np.concatenate(parts), np.concatenate(weights), np.concatenate(holes)
+        order = np.lexsort((holes, secs))  # per sector the fewest holes first
+        secs, weights, holes = secs[order], weights[order], holes[order]
         first = np.flatnonzero(np.r_[True, secs[1:] != secs[:-1]])
-        return secs[first], np.add.reduceat(weights, first) if len(first) else weights
+        return secs[first], np.add.reduceat(weights, first) if len(first) else weights, holes[first]
 
-    def _in_blocks(self, i: int, block: int) -> tuple[np.ndarray, np.ndarray]:
-        """Set i's strides and CTA 0's distinct sectors in units of `block` sectors (worked out once)."""
-        if block == 1:
-            return self.sets[i][1], self.sets[i][2]
+    def _in_blocks(self, i: int, block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Set i's strides, CTA 0's distinct sectors in units of `block` sectors and each one's holes
+        (`block` - the most of its sectors a request asks for; 0 where not known) (worked out once)."""
         if (i, block) not in self._blocks:
-            self._blocks[(i, block)] = (self.sets[i][1] // block, _unique(self.sets[i][2] // block))
+            stride, s0 = self.sets[i][1], self.sets[i][2]
+            if block > 1:
+                stride, s0 = stride // block, _unique(s0 // block)
+            holes = np.zeros(len(s0), np.int64)
+            ask = self.asks[i]
+            if block > 1 and block == self.fetch and ask is not None and len(ask[0]):
+                at = np.clip(np.searchsorted(ask[0], s0), 0, len(ask[0]) - 1)
+                holes = np.where(ask[0][at] == s0, block - ask[1][at], 0)
+            self._blocks[(i, block)] = (stride, s0, holes)
         return self._blocks[(i, block)]
 
     def _residues(self, i: int, modulus: int, block: int = 1) -> dict:
-        """CTA 0's sectors (blocks of `block` sectors) of set i by their residue modulo `modulus`
-        (worked out once)."""
+        """CTA 0's sectors (blocks of `block` sectors) of set i and their holes by their residue modulo
+        `modulus` (worked out once)."""
         if (i, modulus, block) not in self._buckets:
-            s0 = self._in_blocks(i, block)[1]
+            _, s0, h0 = self._in_blocks(i, block)
             res = s0 % modulus
-            self._buckets[(i, modulus, block)] = {int(q): s0[res == q] for q in range(modulus)}
+            self._buckets[(i, modulus, block)] = {int(q): (s0[res == q], h0[res == q]) for q in range(modulus)}
         return self._buckets[(i, modulus, block)]
 
     def entries(self, n_ctas: int, slots: int) -> int:
@@ -180,6 +212,16 @@ class GridFootprint:
             bidx = block_index(np.arange(w0, min(n_ctas, w0 + slots)), self.grid)
             total += sum(len(np.unique(bidx @ stride)) * len(s0) for _, stride, s0 in self.sets)
         return total
+
+
+def _most(asks: list) -> tuple[np.ndarray, np.ndarray]:
+    """(blocks, asked) lists merged: distinct blocks, ascending, each with its largest `asked`."""
+    blocks = np.concatenate([b for b, _ in asks]).astype(np.int64)
+    asked = np.concatenate([a for _, a in asks]).astype(np.int64)
+    order = np.lexsort((asked, blocks))
+    blocks, asked = blocks[order], asked[order]
+    last = np.r_[blocks[1:] != blocks[:-1], True] if len(blocks) else np.zeros(0, bool)
+    return blocks[last], asked[last]
 
 
 def _unique(a: np.ndarray) -> np.ndarray:
@@ -205,8 +247,9 @@ def _after(sets: list) -> np.ndarray:
 
 
 def waves(fp: GridFootprint, n_ctas: int, slots: int, capacity: int, dirty_limit: int | None,
-          reach: int | None, fetch: int = 1) -> tuple[int, int]:
-    """(sectors read from DRAM, sectors written back to DRAM during the kernel), from a cold L2;
+          reach: int | None, fetch: int = 1) -> tuple[int, int, int]:
+    """(sectors read from DRAM, sectors written back to DRAM during the kernel, sectors of the reads
+    that came alongside a missed one, not asked for: `l2_block_fills`), from a cold L2;
     capacity, dirty_limit and reach in sectors (the last two None where the card has no such rule).
     The L2 holds, when a wave starts, the sectors of the latest whole waves that fit in it together
     (each sector counted in the wave that touched it last). Grids of more than `MAX_ENTRIES` sector
@@ -214,28 +257,32 @@ def waves(fp: GridFootprint, n_ctas: int, slots: int, capacity: int, dirty_limit
     brings them under it, against 1/p of each limit, the counts scaled by p (an odd prime shares no
     factor with the power-of-two strides of matrices, so every residue gets its share). `fetch` > 1:
     loads read whole aligned blocks of that many sectors (`memory.l2.dram_fetch_bytes`), where every
-    load set moves by whole blocks (else sectors alone)."""
+    load set moves by whole blocks (else sectors alone); a missed block's sectors that its requests do
+    not ask for are block fills (`GridFootprint.blocks`; detailed mode counts a miss's block fills as
+    `mem/l2.py` does, per request)."""
     p = _modulus(fp.entries(n_ctas, slots))
     capacity, dirty_limit, reach = (None if x is None else max(1, x // p) for x in (capacity, dirty_limit, reach))
-    loads, sharers, outs = [], [], []
+    loads, sharers, fills, outs = [], [], [], []
     block = fetch if fetch > 1 and fp.aligned(LOAD, fetch) else 1
     for w0 in range(0, n_ctas, slots):
         ctas = np.arange(w0, min(n_ctas, w0 + slots))
-        sec, n = fp.sectors(ctas, LOAD, p, block)
+        sec, n, fill = fp.blocks(ctas, LOAD, p, block)
         loads.append(sec)
         sharers.append(n)
+        fills.append(fill)
         outs.append(fp.sectors(ctas, STORE, p)[0])
     touched = [_unique(np.concatenate([a, b])) for a, b in zip(loads, outs)]
     universe = _unique(np.concatenate(touched))
     last = np.full(len(universe), -1, np.int64)  # the wave that touched each sector last
     per_wave = np.zeros(len(touched), np.int64)  # sectors whose last touch is each wave
-    reads, reused = 0, []
-    for w, (sec, n, t) in enumerate(zip(loads, sharers, touched)):
+    reads, filled, reused = 0, 0, []
+    for w, (sec, n, fill, t) in enumerate(zip(loads, sharers, fills, touched)):
         # the latest whole waves whose sectors fit (a wave that does not fit leaves nothing the next
         # one reads: it reads in the same order, an LRU's worst case)
         oldest = w - int((np.cumsum(per_wave[:w][::-1]) <= capacity).sum())
         found = last[np.searchsorted(universe, sec)] >= max(oldest, 0)  # (never touched: -1)
         reads += int(len(sec) - found.sum())
+        filled += int((fill & ~found).sum())
         reused.append(_unique(np.concatenate([sec[found | (n >= 2)], outs[w]])))
         ids = np.searchsorted(universe, t)
         before = last[ids]
@@ -247,7 +294,7 @@ def waves(fp: GridFootprint, n_ctas: int, slots: int, capacity: int, dirty_limit
     for limit, after in ((capacity, _after(touched)), (dirty_limit, _after(outs)), (reach, _after(reused))):
         if limit is not None:
             back = np.maximum(back, np.clip(written + after - limit, 0, written))
-    return reads * p, int(back.sum()) * p
+    return reads * p, int(back.sum()) * p, filled * p
 
 
 # sector entries (before repeats are removed) that `waves` replays in full; more are sampled. A speed and

@@ -258,6 +258,40 @@ LDS_KERNEL(32, LDS32)
 LDS_KERNEL(64, LDS64)
 LDS_KERNEL(128, LDS128)
 
+// ---- shared accesses off their 128-byte alignment (run_memory.py --only align) ---------------------------
+// lds_at<bits>: lds_<bits> with the warp's addresses moved by `offset` bytes (lane * stride + offset + k*512):
+// with stride = the access width the lanes still touch 32 distinct banks (conflict-free), but an offset that
+// is not a multiple of 128 puts the warp's 128 bytes (32-bit) across two aligned 128-byte blocks. Stride 132
+// puts each lane in its own 128-byte row, banks still distinct. lds_row32: the loads of a padded tile's rows
+// (float t[..][33]): lane * 4 + k * 132, so load k is off by 4k bytes, as coalescedMultiply_padded's are.
+// sts_at32: the same for 32-bit shared stores (stride 132: the padded transposed store t[lane][ty]).
+#define LDS_AT_KERNEL(NAME, PTX)                                                                         \
+    extern "C" __global__ void __launch_bounds__(1024) lds_at##NAME(long long* out, unsigned* sink, int iters, \
+                                                                    int stride, int offset, unsigned flip) { \
+        extern __shared__ __align__(16) char smem[];                                                     \
+        unsigned a = (unsigned)__cvta_generic_to_shared(smem) + offset + (threadIdx.x & 31) * stride;     \
+        unsigned acc[4] = {0, 0, 0, 0};                                                                  \
+        TIMED_PASSES(512, K, a ^= flip, PTX)                                                             \
+        keep(acc, sink);                                                                                 \
+    }
+LDS_AT_KERNEL(32, LDS32)
+LDS_AT_KERNEL(64, LDS64)
+LDS_AT_KERNEL(128, LDS128)
+extern "C" __global__ void __launch_bounds__(1024) lds_row32(long long* out, unsigned* sink, int iters, int stride,
+                                                             int offset, unsigned flip) {
+    extern __shared__ __align__(16) char smem[];
+    unsigned a = (unsigned)__cvta_generic_to_shared(smem) + offset + (threadIdx.x & 31) * stride;
+    unsigned acc[4] = {0, 0, 0, 0};
+    TIMED_PASSES(132, K, a ^= flip, LDS32)
+    keep(acc, sink);
+}
+extern "C" __global__ void __launch_bounds__(1024) sts_at32(long long* out, int iters, int stride, int offset,
+                                                            unsigned v) {
+    extern __shared__ __align__(16) char smem[];
+    unsigned a = (unsigned)__cvta_generic_to_shared(smem) + offset + (threadIdx.x & 31) * stride;
+    TIMED_PASSES(512, K, v += 1, STS32)
+}
+
 // Two passes of N accesses (`PTX`, using k), the clock read into t[0] before and t[k + 1] after each;
 // `AFTER_PASS` at each pass's end. The second pass's stamps are the ones kept.
 #define STAMPED_PASSES(N, PTX, AFTER_PASS)                                                               \

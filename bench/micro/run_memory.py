@@ -318,6 +318,38 @@ def m_lds(b: Bench) -> dict:
     return res
 
 
+def m_align(b: Bench) -> dict:
+    """Conflict-free shared accesses on and off their 128-byte alignment (memory.cu `lds_at*`, `lds_row32`,
+    `sts_at32`): rate by case at 32 and 8 warps per SM, one CTA per SM. Do the lanes of a conflict-free access
+    that span two aligned 128-byte blocks, or 32 rows, cost the shared pipe more than one wavefront each?
+    And what does a broadcast (stride 0: every lane at one address) of 32 / 64 / 128 bits cost?"""
+    cp, np = b.cp, b.np
+    sink = cp.zeros(1 << 16, dtype=cp.uint32)
+    iters = 256
+    res = {"method": f"{U} independent shared accesses per iteration at lane*stride + offset + k*512 (lds_row32: "
+                     f"+ k*132, the rows of a float[..][33] tile), folded into 4 accumulators; {iters} iterations "
+                     "timed after one untimed pass; 1 CTA per SM; rate = warp accesses / SM cycle; wavefronts "
+                     "per cycle = rate x width/32 (the bank rule's wavefronts: all conflict-free; stride 0: every lane at one address, a broadcast)", "cases": {}}
+    cases = [("lds_at32", 4, 0), ("lds_at32", 4, 4), ("lds_at32", 4, 64), ("lds_at32", 4, 124), ("lds_row32", 4, 0),
+             ("lds_at32", 132, 0), ("lds_at32", 132, 4), ("lds_at64", 8, 0), ("lds_at64", 8, 8), ("lds_at64", 8, 64),
+             ("lds_at128", 16, 0), ("lds_at128", 16, 16), ("lds_at128", 16, 64), ("sts_at32", 4, 0), ("sts_at32", 4, 4),
+             ("sts_at32", 132, 0), ("lds_at32", 0, 0), ("lds_at64", 0, 0), ("lds_at128", 0, 0), ("lds_at128", 0, 16)]
+    for kernel, stride, offset in cases:
+        bits = 128 if kernel.endswith("128") else 64 if kernel.endswith("64") else 32
+        for w in (32, 8):
+            if kernel.startswith("sts"):
+                args = (lambda out, stride=stride, offset=offset: (out, np.int32(iters), np.int32(stride),
+                                                                   np.int32(offset), np.uint32(3)))
+            else:
+                args = (lambda out, stride=stride, offset=offset: (out, sink, np.int32(iters), np.int32(stride),
+                                                                   np.int32(offset), np.uint32(0)))
+            r = rate_case(b, kernel, w, args, iters * U, shared=24 * 1024)
+            r["wavefronts_per_sm_cycle"] = round(r["warp_inst_per_sm_cycle"] * max(1, bits // 32), 4)
+            r.update({"stride_bytes": stride, "offset_bytes": offset, "bits": bits})
+            res["cases"][f"{kernel}_s{stride}_o{offset}_w{w}"] = r
+    return res
+
+
 def m_issue(b: Bench) -> dict:
     """Warps issue 48 accesses back to back with a clock read after each: the gaps show when a
     warp's next access waits (a queue full), and how fast the queue then drains. `w1`: one warp;
@@ -938,6 +970,12 @@ def ncu_child(cubin: str, only: str = "") -> None:
                                             np.int32(64 << 10 if warps == 8 else 4352)))
         b.sync()
         return
+    if only == "align":  # shared wavefronts of the off-alignment and broadcast loads (ALIGN_LAUNCHES)
+        for k, stride in ALIGN_LAUNCHES:
+            b.launch(k, b.sms, 1024, (out, sink, np.int32(64), np.int32(stride), np.int32(0), np.uint32(0)),
+                     shared=24 * 1024)
+        b.sync()
+        return
     if only == "burst":  # mix_burst's LDG warps alone: 2 and 4 per SM, 16 LDG each of one sector in each of 32 lines
         region = b.sms * 4 * U * 4096
         g = cp.zeros(2 * region, dtype=cp.uint8)
@@ -985,8 +1023,16 @@ L1WF_METRICS = ["gpc__cycles_elapsed.max", "smsp__inst_executed_op_global_ld.sum
                 "l1tex__data_bank_conflicts_pipe_lsu_mem_gds_op_ld.sum", "l1tex__data_bank_reads.sum"]
 
 
+# (kernel, lane stride): conflict-free 32/64/128-bit loads, the padded rows, broadcasts (stride 0); 32 warps per SM
+ALIGN_LAUNCHES = (("lds_at32", 4), ("lds_row32", 4), ("lds_at32", 0), ("lds_at64", 8), ("lds_at64", 0),
+                  ("lds_at128", 16), ("lds_at128", 0))
+ALIGN_METRICS = ["gpc__cycles_elapsed.max", "smsp__inst_executed_op_shared_ld.sum",
+                 "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+                 "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"]
+
+
 def m_ncu(cubin: str, ncu: str, only: str = "") -> dict:
-    metrics = L1WF_METRICS if only == "l1wf" else NCU_METRICS
+    metrics = L1WF_METRICS if only == "l1wf" else ALIGN_METRICS if only == "align" else NCU_METRICS
     cmd = [ncu, "--csv", "--page", "raw", "--clock-control", "none", "--metrics", ",".join(metrics),
            sys.executable, os.path.abspath(__file__), "--ncu-child", cubin] + (["--ncu-only", only] if only else [])
     t = time.time()
@@ -1001,6 +1047,12 @@ def m_ncu(cubin: str, ncu: str, only: str = "") -> dict:
             if len(row) == len(header):
                 rows.append(dict(zip(header, row)))
     keep = ["Kernel Name", "Grid Size", "Block Size"] + metrics
+    if only == "align":
+        return {"command": " ".join(map(shlex.quote, cmd)), "seconds": round(time.time() - t, 1),
+                "returncode": r.returncode, "stderr_tail": r.stderr[-1500:],
+                "launch_order": "one CTA of 32 warps per SM, 64 iterations: " + ", ".join(
+                    f"{k} stride {s}" for k, s in ALIGN_LAUNCHES),
+                "rows": [{k: row.get(k) for k in keep} for row in rows]}
     if only == "l1wf":
         return {"command": " ".join(map(shlex.quote, cmd)), "seconds": round(time.time() - t, 1),
                 "returncode": r.returncode, "stderr_tail": r.stderr[-1500:],
@@ -1025,7 +1077,7 @@ def main() -> int:
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--ncu-only", default="", help="with --ncu: 'wrap' profiles only the wrapped-load kernels, 'burst' only mix_burst's LDG warps and pair_probe, 'l1wf' only the l1p kernels (data-stage wavefronts)")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
-    ap.add_argument("--only", default="", help="comma list: ldg,wrap,scatter,partition,stream,stg,stg_scatter,sts,lds,issue,issue4,xq,order,dstage,issue_st,war,st_order,mix,mix2,mix3,pace,burst,launch,bandwidth")
+    ap.add_argument("--only", default="", help="comma list: ldg,wrap,scatter,partition,stream,stg,stg_scatter,sts,lds,align,issue,issue4,xq,order,dstage,issue_st,war,st_order,mix,mix2,mix3,pace,burst,launch,bandwidth")
     args = ap.parse_args()
     if args.ncu_child:
         ncu_child(args.ncu_child, args.ncu_only)
@@ -1043,7 +1095,7 @@ def main() -> int:
     R = {"meta": run_meta(comp, errors), "sass_counts": counts, "errors": errors}
     b = Bench(comp["cubin"])
     b.launch("empty", 1, 32, (b.np.uint64(0),))
-    groups = {"ldg": m_ldg_rates, "bcast": m_bcast, "wrap": m_wrap, "scatter": m_scatter, "partition": m_partition, "stream": m_stream, "stg": m_stg, "stg_scatter": m_stg_scatter, "sts": m_sts, "lds": m_lds, "issue": m_issue,
+    groups = {"ldg": m_ldg_rates, "bcast": m_bcast, "wrap": m_wrap, "scatter": m_scatter, "partition": m_partition, "stream": m_stream, "stg": m_stg, "stg_scatter": m_stg_scatter, "sts": m_sts, "lds": m_lds, "align": m_align, "issue": m_issue,
               "issue4": m_issue4, "xq": m_xq, "order": m_order, "dstage": m_dstage, "issue_st": m_issue_st, "war": m_war, "st_order": m_st_order, "mix": m_mix, "mix2": m_mix2, "mix3": m_mix3, "pace": m_pace, "burst": m_burst,
               "launch": m_launch, "bandwidth": m_bandwidth_events}
     only = {s for s in args.only.split(",") if s}

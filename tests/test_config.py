@@ -213,6 +213,22 @@ def test_tag_rate_must_be_positive(tmp_path):
     assert "tag.yaml" in msg and "memory.l1.tag_lines_per_cycle" in msg
 
 
+def test_cta_launch_cycles_must_not_be_negative(tmp_path):
+    p = _write(tmp_path, "cta.yaml", "extends: h100\ncard: cta\nsm:\n  cta_launch_cycles: -1\n")
+    with pytest.raises(SpecError) as exc:
+        load_gpu(str(p))
+    msg = _one_line(exc)
+    assert "cta.yaml" in msg and "sm.cta_launch_cycles" in msg
+
+
+def test_shared_access_queue_must_be_a_boolean(tmp_path):
+    p = _write(tmp_path, "sq.yaml", "extends: h100\ncard: sq\nsm:\n  shared_access_queue: sometimes\n")
+    with pytest.raises(SpecError) as exc:
+        load_gpu(str(p))
+    msg = _one_line(exc)
+    assert "sq.yaml" in msg and "sm.shared_access_queue" in msg
+
+
 def test_missing_unit_class(tmp_path):
     base = yaml.safe_load((GPU_DIR / "arch" / "gm204.yaml").read_text())
     del base["sm"]["units"]["sfu"]

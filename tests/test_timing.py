@@ -200,3 +200,17 @@ def test_sticky_set_is_the_same_in_both_engines():
         GPU.engine = "compiled"
     assert a.cycles == b.cycles and a.stalls == b.stalls
     assert a.cycles != run_workload("sgemm_smem", "h100", 64).cycles  # (the policy acts here)
+
+
+def test_a_cta_that_takes_a_freed_slot_starts_cta_launch_cycles_later():
+    """sm.cta_launch_cycles (H100: 325, validation/h100/micro/cta_turnaround_h100.json): on one SM holding
+    one CTA at a time, dgemm_unroll n=256's 4 CTAs run one after another, so the 3 refills add about
+    3 x 325 cycles; the first CTA's launch is in kernel_overhead_cycles, and no warp is charged a stall
+    before it exists."""
+    from gpusim.timing.driver import run_workload
+
+    runs = {c: run_workload("dgemm_unroll", "h100", 256, overrides={"sm_count": 1, "sm.cta_launch_cycles": c})
+            for c in (0, 325)}
+    assert runs[0].occupancy["ctas_per_sm"] == 1 and runs[0].ctas == 4
+    assert runs[325].cycles - runs[0].cycles == pytest.approx(3 * 325, rel=0.02)
+    assert sum(runs[325].stalls.values()) == pytest.approx(sum(runs[0].stalls.values()), rel=1e-3)

@@ -111,6 +111,10 @@ class SmConfig(_Model):
     """Maximum shared memory per SM."""
     shared_alloc_unit: int = Field(ge=1)
     reserved_shared_per_cta: int = Field(default=0, ge=0)
+    cta_launch_cycles: float = Field(default=0.0, ge=0)
+    """Cycles a CTA slot stays empty when a CTA ends and the SM's next CTA takes its place: the new
+    CTA's warps may issue this long after the last warp of the old one exited (the first wave's
+    launch is in `kernel_overhead_cycles`). 0: not modelled."""
     scheduler: SchedulerConfig
     register_file: RegisterFileConfig
     shared_memory: SharedMemoryConfig
@@ -122,6 +126,11 @@ class SmConfig(_Model):
     lsu_queue_depth: int = Field(ge=1)
     """Per sub-partition: global/local instructions queued for the L1 tag stage (held until the stage
     has taken its last line); one more waits in lg_throttle."""
+    shared_access_queue: bool = False
+    """The sub-partition's MIO and LSU queues are one: a shared-memory instruction takes
+    1 / mio_queue_depth of it, a global/local one 1 / lsu_queue_depth, and an instruction that finds
+    no room for its share waits (in mio_throttle, unless its own kind alone fills its depth). False:
+    each kind has its own queue of its depth."""
     lsu_store_queue_depth: int | None = Field(default=None, ge=1)
     """Per sub-partition: global stores its LSU queue holds at most (each besides its place in the
     queue); one more waits in lg_throttle. None: only the queue's depth limits them."""

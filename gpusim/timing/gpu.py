@@ -23,7 +23,6 @@ _MASK64 = (1 << 64) - 1
 
 
 class GPU:
-    cta_launch_cycles = 0  # CTA launch overhead is not modelled
     sampler_options: dict = {}  # keyword arguments for sampled mode's Sampler (benchmarks vary them)
     # detailed and sampled mode without a timeline run on the compiled engine (gpusim/timing/compiled),
     # the same model to the last bit; "objects" runs the object model (sm.py, mem/) it mirrors

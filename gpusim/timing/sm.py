@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import operator
+from collections import deque
 
 from gpusim.errors import GpusimError
 from gpusim.timing import stalls as S
@@ -64,7 +65,7 @@ class CTA:
 
 class SubPartition:
     __slots__ = ("index", "warps", "pipe_names", "pipes", "busy", "dispatch_free", "last", "order", "mio", "lsu",
-                 "wake", "dirty")
+                 "wake", "dirty", "slots", "held")
 
     def __init__(self, index, pipe_names, sm_cfg, mio_stage, tag_stage, data_stage=None):
         self.index = index
@@ -81,6 +82,10 @@ class SubPartition:
                                data_stage, sm_cfg.lsu_store_queue_depth)  # global/local
         self.wake = 0.0  # earliest cycle at which one of its warps can issue
         self.dirty = True  # its warps changed since `wake` was computed
+        # `sm.shared_access_queue`: both kinds' places in issue order, (release cycle, share), and the
+        # shares held (`SM._queue_full`)
+        self.slots: deque = deque()
+        self.held = 0
 
     @property
     def pipe_busy(self) -> dict[str, float]:
@@ -117,6 +122,10 @@ class SM:
         self.mio_read = cfg.sm.mio_register_read_cycles
         self.lsu_read = cfg.sm.lsu_register_read_cycles
         self.read_at_issue = cfg.sm.access_registers_read_at == "issue"
+        self.shared_queue = cfg.sm.shared_access_queue  # the MIO and LSU queues are one (`_queue_full`)
+        # in integer shares: places mio x lsu depth; a shared access takes lsu depth of them, a global one mio depth
+        self.queue_places = cfg.sm.mio_queue_depth * cfg.sm.lsu_queue_depth
+        self.shares = (cfg.sm.mio_queue_depth, cfg.sm.lsu_queue_depth)  # [is shared-memory access]
         self.const_latency = cfg.memory.constant_latency_cycles
         self.branch_latency = cfg.sm.scheduler.branch_latency_cycles
         # register reads beyond the ports (precompute.register_read_cycles) occupy the port, not the result
@@ -141,11 +150,14 @@ class SM:
         return now + self.sampler.extrapolated_cycles if self.sampler is not None else now
 
     def launch(self, cid: int, now: float) -> None:
+        """Start CTA `cid` at `now`. A CTA that takes a slot another CTA left (`now` > 0) issues
+        `sm.cta_launch_cycles` later; the first wave's launch is in the kernel's overhead."""
         cta = CTA(cid, self.kernel_time(now))
+        ready = now + self.cfg.sm.cta_launch_cycles if now > 0 else now
         for w in range(self.gpu.warps_per_cta):
             gid = cid * self.gpu.warps_per_cta + w
             sp = self.sps[self.age % len(self.sps)]  # warp slot -> sub-partition, round robin
-            warp = Warp(gid, cta, sp, self.age, self.gpu.stream(gid), now + self.gpu.cta_launch_cycles)
+            warp = Warp(gid, cta, sp, self.age, self.gpu.stream(gid), ready)
             self.age += 1
             cta.warps.append(warp)
             if not warp.done:
@@ -379,13 +391,39 @@ class SM:
     def _queue_full(self, sp: SubPartition, queue: int, now: float, store: bool) -> tuple[int, float]:
         """Queue throttles: a shared-memory access waits while its sub-partition's MIO queue is full
         (mio_throttle), a global access while its LSU queue is (lg_throttle), a store also while the
-        queue's store slots are; see mem/lsu.py. (stall reason, cycle it may try again), or (0, _) if
-        it may go."""
+        queue's store slots are; see mem/lsu.py. With `sm.shared_access_queue` the two queues are one,
+        a shared access taking 1 / mio depth of it and a global one 1 / lsu depth, its places given
+        back in issue order (an access that has passed its stage keeps them until the ones before it
+        have: `_hold_places`): an access that finds no room for its share waits in mio_throttle. H100
+        (`xq`, memory14_h100.json): after 30 queued LDS a warp's LDGs enter one per LDS that leaves;
+        after 30 LDGs 5 LDS enter, then one per LDG that leaves; an LDS still passes the LDGs queued
+        before it (`order`, memory21); Nsight charges a global load waiting for a place mio_throttle
+        (ncu_source_aat_h100.json: coalescedMultiply_padded's first LDG). (stall reason, cycle it may
+        try again), or (0, _) if it may go."""
+        mio, lsu = sp.mio, sp.lsu
         if queue == SMEM:
-            until = sp.mio.full_until(now, store)
-            return (0, now) if until is None else (S.MIO, until)
-        until = sp.lsu.full_until(now, store)
-        return (0, now) if until is None else (S.LG, until)
+            until = mio.full_until(now, store)
+            if until is not None:
+                return S.MIO, until
+        else:
+            until = lsu.full_until(now, store)
+            if until is not None:
+                return S.LG, until
+        if self.shared_queue:
+            slots = sp.slots
+            while slots and slots[0][0] <= now:
+                sp.held -= slots.popleft()[1]
+            if sp.held + self.shares[queue == SMEM] > self.queue_places:
+                return S.MIO, slots[0][0]
+        return 0, now
+
+    @staticmethod
+    def _hold_places(sp: SubPartition, leaves: float, share: int) -> None:
+        """`sm.shared_access_queue`: an access that leaves its queue at `leaves` gives its `share` of
+        the places back then, or when the last access before it gives its back (in order)."""
+        release = max(leaves, sp.slots[-1][0]) if sp.slots else leaves
+        sp.slots.append((release, share))
+        sp.held += share
 
     def _record_wait(self, w: Warp, since: float, ready: float, now: float, pc: int) -> None:
         """Timeline events of a wait: its reason until `ready`, then not_selected until `now`."""
@@ -502,6 +540,8 @@ class SM:
         if kind == SMEM:
             wf = w.wavef[pos]
             start, passed = sp.mio.access(now, max(wf, 1), self.mio_queues, self.queue_store[w.pcs[pos]])
+            if self.shared_queue:
+                self._hold_places(sp, passed, self.shares[1])
             self.smem_wavefronts += wf
             return passed + self.smem_latency + self.static[w.pcs[pos]].smem_extra, False, \
                 (now if self.read_at_issue else start) + self.mio_read
@@ -514,6 +554,8 @@ class SM:
         else:
             done, accepted = self.l1.store(now, passed, sectors)
             sp.lsu.hold(accepted)
+        if self.shared_queue:
+            self._hold_places(sp, sp.lsu.leaving[-1], self.shares[0])
         return done, True, (now if self.read_at_issue else start) + self.lsu_read
 
     def _operands_ready(self, w: Warp, pc: int, t: float, now: float) -> tuple[float, int]:

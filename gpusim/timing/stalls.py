@@ -17,7 +17,10 @@ where gpusim charges it:
   store-only kernel in long_scoreboard, validation/h100/micro/memory_h100.json write_once).
 - math_pipe_throttle: the math pipe the instruction needs is busy (FP64, XU, ...).
 - mio_throttle: the MIO instruction queue is full: shared-memory instructions waiting to enter
-  their sub-partition's queue or the MIO pipe (sts_32 rows: 14 and 719 warps per issue).
+  their sub-partition's queue or the MIO pipe (sts_32 rows: 14 and 719 warps per issue); on the H100
+  also global accesses waiting for places that shared accesses hold in the queue both kinds share
+  (`sm.shared_access_queue`; Nsight puts coalescedMultiply_padded's first LDG there,
+  validation/h100/micro/ncu_source_aat_h100.json).
 - lg_throttle: the local/global (LSU) instruction queue is full, or the LSU pipe is busy (ldg_ca32
   rows: 8 and 438 warps per issue with L1 hits; Nsight charges the pipe's back-pressure here, not
   to math_pipe_throttle).

@@ -38,7 +38,8 @@ DEPENDENCY_IDS = 384  # register scoreboard ids: R 0-255, P 256+, UR 300+, UP 37
 CONFIG = np.dtype([("control_mode", "?"), ("dual", "i8"), ("policy", "i8"), ("two_level_n", "i8"),
                    ("smem_latency", "f8"), ("mio_read", "f8"), ("lsu_read", "f8"), ("const_latency", "f8"),
                    ("branch_latency", "f8"), ("watchdog", "f8"), ("quantum", "f8"), ("n_sp", "i8"),
-                   ("warps_per_cta", "i8"), ("ctas_per_sm", "i8"), ("cta_launch_cycles", "f8"),
+                   ("warps_per_cta", "i8"), ("ctas_per_sm", "i8"), ("cta_launch_cycles", "f8"), ("shared_queue", "?"), ("queue_places", "i8"), ("share_smem", "i8"),
+                   ("share_global", "i8"),
                    ("unified_stage", "?"), ("booked_stage", "?"), ("read_ports", "?"), ("read_at_issue", "?"),
                    # sampled mode (compiled/sampled.py): the SMs' own CTA queues, residences, stored rows
                    # and made-up loop iterations; the arrays' room one cycle step may need for those
@@ -59,7 +60,10 @@ WARP = np.dtype([("gid", "i8"), ("cta", "i8"), ("sp", "i8"), ("pos", "i8"), ("en
                  ("shift", "i8"), ("gap_at", "i8"), ("jump_at", "i8"), ("jump_to", "i8"),
                  ("active", "?")])  # two_level_sticky: in its sub-partition's active set
 CTA = np.dtype([("cid", "i8"), ("live", "i8"), ("arrived", "i8"), ("launched", "f8"), ("used", "?")])
-SUB_PARTITION = np.dtype([("dispatch_free", "f8"), ("last", "i8"), ("wake", "f8"), ("dirty", "?"), ("nw", "i8")])
+SUB_PARTITION = np.dtype([("dispatch_free", "f8"), ("last", "i8"), ("wake", "f8"), ("dirty", "?"), ("nw", "i8"),
+                          # `sm.shared_access_queue`: its ring of places (slot_buf: release, share), shares held
+                          ("slot_head", "i8"), ("slot_n", "i8"), ("held", "i8")])
+SLOTS = 128  # places a sub-partition's ring holds at most (the queues hold 36 + 30 at most)
 SM_STATE = np.dtype([("now", "f8"), ("last_progress", "f8"), ("issued", "i8"), ("changed", "?"), ("finish", "f8"),
                      ("last_done", "f8"), ("smem_wavefronts", "i8"), ("age", "i8"), ("n_warps", "i8"),
                      ("started", "?"), ("ran", "?"), ("clock", "f8"), ("starved", "?"),
@@ -81,7 +85,7 @@ STAGE = np.dtype([("rate", "f8"), ("free", "f8"),
                   ("data_rate", "f8"), ("work", "f8"), ("size", "f8"), ("at", "f8")])
 
 State = namedtuple("State", [
-    "cfg", "mem", "w", "cta", "sp", "sm", "q", "q_buf", "qs_buf", "stage",
+    "cfg", "mem", "w", "cta", "sp", "sm", "q", "q_buf", "qs_buf", "slot_buf", "stage",
     # the booked data stage (`DataStage.book`): per SM its booked intervals (start, end) in order, and how many
     "book", "book_n",
     # the trace: per record (pcs, mem_rows, regc, wavef, glines), per warp (where its loaded records begin
@@ -166,7 +170,8 @@ def build(gpu, occ, ctas, arrays: dict, primed: int | None = None, sampled: dict
             {"gto": C.GTO, "lrr": C.LRR, "two_level": C.TWO_LEVEL, "two_level_sticky": C.STICKY}[sched.policy], sched.two_level_active_warps,
             cfg.sm.shared_memory.latency_cycles, cfg.sm.mio_register_read_cycles, cfg.sm.lsu_register_read_cycles,
             cfg.memory.constant_latency_cycles, sched.branch_latency_cycles, cfg.watchdog_cycles, SM.QUANTUM, n_sp,
-            gpu.warps_per_cta, occ.ctas_per_sm, gpu.cta_launch_cycles, cfg.memory.l1.unified_data_stage,
+            gpu.warps_per_cta, occ.ctas_per_sm, cfg.sm.cta_launch_cycles, cfg.sm.shared_access_queue,
+            cfg.sm.mio_queue_depth * cfg.sm.lsu_queue_depth, cfg.sm.lsu_queue_depth, cfg.sm.mio_queue_depth, cfg.memory.l1.unified_data_stage,
             cfg.memory.l1.data_stage == "booked", cfg.sm.register_file.read_ports is not None, cfg.sm.access_registers_read_at == "issue", sampled is not None, gpu._sector_shift, -1 if gpu.trace.elision is None else gpu.trace.elision.branch,
             *room)
     # the memory path's parameters, derived as the object model derives them (and a warm L2 as it fills it)
@@ -232,6 +237,7 @@ def build(gpu, occ, ctas, arrays: dict, primed: int | None = None, sampled: dict
         sm=sm, q=q, q_buf=np.zeros((n_sps * 2, max(cfg.sm.mio_queue_depth,
                                                                              cfg.sm.lsu_queue_depth) + 2)),
         qs_buf=np.zeros((n_sps * 2, max(cfg.sm.mio_store_queue_depth or 0, cfg.sm.lsu_store_queue_depth or 0) + 2)),
+        slot_buf=np.zeros((n_sps, SLOTS, 2)),
         stage=stage, book=np.zeros((n_sm, BOOK_CAPACITY, 2)), book_n=np.zeros(n_sm, dtype=np.int64), **arrays,
         kind=col(0, np.int64), pipe=col(1, np.int64), occupancy=col(2, np.float64), latency=col(3, np.float64),
         stall=col(4, np.float64), wbar=np.array([-1 if e[5] is None else e[5] for e in ex], dtype=np.int64),
@@ -326,6 +332,7 @@ def _as_state(owned):
     st.q = _borrowed(owned.q)
     st.q_buf = _borrowed(owned.q_buf)
     st.qs_buf = _borrowed(owned.qs_buf)
+    st.slot_buf = _borrowed(owned.slot_buf)
     st.stage = _borrowed(owned.stage)
     st.book = _borrowed(owned.book)
     st.book_n = _borrowed(owned.book_n)

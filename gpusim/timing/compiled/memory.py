@@ -63,6 +63,44 @@ def full_until(st, q, now, store):
     return -1.0
 
 
+@njit
+def slots_until(st, sp, now, share):
+    """`SM._queue_full`'s one queue (`sm.shared_access_queue`): -1.0 if sub-partition `sp`'s places
+    have room for `share` at `now` (those given back by then dropped), else the cycle the next are
+    given back."""
+    row = st.sp[sp]
+    buf = st.slot_buf[sp]
+    cap = buf.shape[0]
+    while row.slot_n > 0 and buf[row.slot_head, 0] <= now:
+        row.held -= np.int64(buf[row.slot_head, 1])
+        row.slot_head = (row.slot_head + 1) % cap
+        row.slot_n -= 1
+    if row.held + share > st.cfg[0].queue_places:
+        return buf[row.slot_head, 0]
+    return -1.0
+
+
+@njit
+def hold_places(st, sp, leaves, share):
+    """`SM._hold_places`: an access that leaves its queue at `leaves` holds `share` places until then, or
+    until the last access before it gives its back."""
+    row = st.sp[sp]
+    buf = st.slot_buf[sp]
+    cap = buf.shape[0]
+    if row.slot_n >= cap:
+        raise RuntimeError("compiled engine: a sub-partition's ring of queue places overflowed")
+    release = leaves
+    if row.slot_n > 0:
+        last = buf[(row.slot_head + row.slot_n - 1) % cap, 0]
+        if last > release:
+            release = last
+    at = (row.slot_head + row.slot_n) % cap
+    buf[at, 0] = release
+    buf[at, 1] = share
+    row.slot_n += 1
+    row.held += share
+
+
 drained, access_cost, shared_finish = njit(lsu.drained), njit(lsu.access_cost), njit(lsu.shared_finish)
 
 

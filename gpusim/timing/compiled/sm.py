@@ -89,9 +89,9 @@ def launch(st, sm, cid, now):
         if more and end - start < LOOKAHEAD:
             raise RuntimeError("compiled engine: a warp launched with too few of its records loaded")
         wr.gid, wr.cta, wr.sp, wr.pos, wr.end, wr.more = gid, slot, sp, start, end, more
-        wr.ready_at = now + c.cta_launch_cycles
+        wr.ready_at = now + c.cta_launch_cycles if now > 0 else now  # (`SM.launch`: refills only)
         wr.reason = NOT_SELECTED
-        wr.since = now
+        wr.since = wr.ready_at  # (no stall is charged before the warp exists)
         wr.done = start == end and not more
         wr.at_barrier = False
         wr.active = False
@@ -405,13 +405,18 @@ def queue_full(st, sp, queue, now, store):
     """`SM._queue_full`: (mio_throttle or lg_throttle, cycle it may try again), or (0, now)."""
     if queue == SMEM:
         until = M.full_until(st, sp * 2 + M.MIO, now, store)
-        if until < 0.0:
-            return 0, now
-        return MIO_T, until
-    until = M.full_until(st, sp * 2 + M.LSU, now, store)
-    if until < 0.0:
-        return 0, now
-    return LG_T, until
+        if until >= 0.0:
+            return MIO_T, until
+    else:
+        until = M.full_until(st, sp * 2 + M.LSU, now, store)
+        if until >= 0.0:
+            return LG_T, until
+    c = st.cfg[0]
+    if c.shared_queue:
+        until = M.slots_until(st, sp, now, c.share_smem if queue == SMEM else c.share_global)
+        if until >= 0.0:
+            return MIO_T, until
+    return 0, now
 
 
 @njit
@@ -554,6 +559,8 @@ def access(st, sm, sp, w, kind, pos, pc, now):
         wf = st.wavef[pos]
         start, passed = M.queue_access(st, sp * 2 + M.MIO, sm * 2 + M.MIO, first + M.MIO, 2, c.n_sp, now, max(wf, 1),
                                        c.unified_stage, st.qstore[pc])
+        if c.shared_queue:
+            M.hold_places(st, sp, passed, c.share_smem)
         st.sm[sm].smem_wavefronts += wf
         return passed + c.smem_latency + st.smem_extra[pc], False, (now if c.read_at_issue else start) + c.mio_read
     if kind == CMEM:
@@ -569,6 +576,10 @@ def access(st, sm, sp, w, kind, pos, pc, now):
         M.queue_hold(st, sp * 2 + M.LSU, accepted)
         if c.sampled:  # (`MemorySystem.stored`: the sectors stores wrote)
             st.row_stored[row] = 1
+        if accepted > passed:  # (`AccessQueue.hold`)
+            passed = accepted
+    if c.shared_queue:
+        M.hold_places(st, sp, passed, c.share_global)
     return done, True, (now if c.read_at_issue else start) + c.lsu_read
 
 

@@ -1004,3 +1004,34 @@ PACE_U(un, true, 8, 256)
 PACE_KERNEL(mix_pace, false)
 PACE_KERNEL(mix_pace_plain, true)
 PACE_KERNEL(mix_pace_noload, true, true)
+
+// ---- s2r_probe (run_memory.py --only s2r): does an S2R wait behind shared loads in its sub-partition's
+// queue? Warp 0 issues `n` 32-way-conflicting LDS (32 wavefronts each) back to back; 400 cycles after the
+// CTA's start, warp 4 (warp 0's sub-partition) and warp 1 (another) each read %warpid (S2R) between two clock
+// reads, the second after an add that uses it: out[CTA * 8 + w] = the cycles between (the S2R's latency as
+// its warp sees it, issue wait included), for w = 1 and 4.
+extern "C" __global__ void s2r_probe(long long* out, unsigned* sink, int n) {
+    extern __shared__ __align__(16) unsigned s2r_smem[];
+    const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    __syncthreads();
+    const long long t0 = clk();
+    if (w == 0) {
+        const unsigned a = (unsigned)__cvta_generic_to_shared(s2r_smem) + lane * 128;
+        unsigned acc = 0;
+        for (int i = 0; i < n; ++i) {
+            unsigned x;
+            asm volatile("ld.shared.u32 %0, [%1];" : "=r"(x) : "r"(a) : "memory");
+            acc ^= x;
+        }
+        sink[threadIdx.x] = acc;
+    } else if (w == 1 || w == 4) {
+        while (clk() - t0 < 400) { }
+        const long long a = clk();
+        unsigned t, u;
+        asm volatile("mov.u32 %0, %%warpid;" : "=r"(t));  // (%warpid may change, so ptxas reads it here: an S2R)
+        asm volatile("add.u32 %0, %1, 0;" : "=r"(u) : "r"(t));
+        const long long b = clk();
+        if (lane == 0) out[blockIdx.x * 8 + w] = b - a;
+        if (u == 12345u) sink[0] = u;
+    }
+}

@@ -350,6 +350,27 @@ def m_align(b: Bench) -> dict:
     return res
 
 
+def m_s2r(b: Bench) -> dict:
+    """memory.cu `s2r_probe`: one CTA of 8 warps per SM; warp 0 issues n 32-way-conflicting LDS, warps 4
+    (its sub-partition) and 1 (another) time an S2R 400 cycles in (the 32-wavefront LDS fill the queue by ~120): medians over SMs of three launches."""
+    cp, np = b.cp, b.np
+    sink = cp.zeros(1 << 12, dtype=cp.uint32)
+    res = {"method": "s2r_probe: warp 0 issues n 32-way-conflicting LDS (32 wavefronts each); 400 cycles after "
+                     "the start warps 4 (same sub-partition) and 1 (another) read %warpid between two clock reads "
+                     "(the second after an add using it); cycles between, median over SMs", "cases": {}}
+    for n in (0, 8, 32, 48):
+        vals = {1: [], 4: []}
+        for _ in range(3):
+            out = cp.zeros(b.sms * 8, dtype=cp.int64)
+            b.launch("s2r_probe", b.sms, 256, (out, sink, np.int32(n)), shared=8 * 1024)
+            b.sync()
+            o = out.get().reshape(b.sms, 8)
+            for w in (1, 4):
+                vals[w].append(float(np.median(o[:, w])))
+        res["cases"][f"n{n}"] = {"other_sp_cycles": vals[1], "same_sp_cycles": vals[4]}
+    return res
+
+
 def m_issue(b: Bench) -> dict:
     """Warps issue 48 accesses back to back with a clock read after each: the gaps show when a
     warp's next access waits (a queue full), and how fast the queue then drains. `w1`: one warp;
@@ -1077,7 +1098,7 @@ def main() -> int:
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--ncu-only", default="", help="with --ncu: 'wrap' profiles only the wrapped-load kernels, 'burst' only mix_burst's LDG warps and pair_probe, 'l1wf' only the l1p kernels (data-stage wavefronts)")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
-    ap.add_argument("--only", default="", help="comma list: ldg,wrap,scatter,partition,stream,stg,stg_scatter,sts,lds,align,issue,issue4,xq,order,dstage,issue_st,war,st_order,mix,mix2,mix3,pace,burst,launch,bandwidth")
+    ap.add_argument("--only", default="", help="comma list: ldg,wrap,scatter,partition,stream,stg,stg_scatter,sts,lds,align,s2r,issue,issue4,xq,order,dstage,issue_st,war,st_order,mix,mix2,mix3,pace,burst,launch,bandwidth")
     args = ap.parse_args()
     if args.ncu_child:
         ncu_child(args.ncu_child, args.ncu_only)
@@ -1095,7 +1116,7 @@ def main() -> int:
     R = {"meta": run_meta(comp, errors), "sass_counts": counts, "errors": errors}
     b = Bench(comp["cubin"])
     b.launch("empty", 1, 32, (b.np.uint64(0),))
-    groups = {"ldg": m_ldg_rates, "bcast": m_bcast, "wrap": m_wrap, "scatter": m_scatter, "partition": m_partition, "stream": m_stream, "stg": m_stg, "stg_scatter": m_stg_scatter, "sts": m_sts, "lds": m_lds, "align": m_align, "issue": m_issue,
+    groups = {"ldg": m_ldg_rates, "bcast": m_bcast, "wrap": m_wrap, "scatter": m_scatter, "partition": m_partition, "stream": m_stream, "stg": m_stg, "stg_scatter": m_stg_scatter, "sts": m_sts, "lds": m_lds, "align": m_align, "s2r": m_s2r, "issue": m_issue,
               "issue4": m_issue4, "xq": m_xq, "order": m_order, "dstage": m_dstage, "issue_st": m_issue_st, "war": m_war, "st_order": m_st_order, "mix": m_mix, "mix2": m_mix2, "mix3": m_mix3, "pace": m_pace, "burst": m_burst,
               "launch": m_launch, "bandwidth": m_bandwidth_events}
     only = {s for s in args.only.split(",") if s}

@@ -245,14 +245,17 @@ STS_KERNEL(128, STS128)
 #define LDS128 { unsigned x, y, z, u; asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4+%5];"                  \
                                                   : "=r"(x), "=r"(y), "=r"(z), "=r"(u) : "r"(a), "n"(K) : "memory"); \
                  acc[I & 3] ^= x ^ y ^ z ^ u; }
+// the timed loop of the shared-load kernels: U loads (the access, `...`) at lane * stride + OFFSET + k * STEP
+#define LDS_BODY(STEP, OFFSET, ...)                                                                      \
+        extern __shared__ __align__(16) char smem[];                                                     \
+        unsigned a = (unsigned)__cvta_generic_to_shared(smem) + (OFFSET) + (threadIdx.x & 31) * stride;   \
+        unsigned acc[4] = {0, 0, 0, 0};                                                                  \
+        TIMED_PASSES(STEP, K, a ^= flip, __VA_ARGS__)                                                    \
+        keep(acc, sink);
 #define LDS_KERNEL(NAME, PTX)                                                                            \
     extern "C" __global__ void __launch_bounds__(1024) lds_##NAME(long long* out, unsigned* sink, int iters, \
                                                                   int stride, unsigned flip) {           \
-        extern __shared__ __align__(16) char smem[];                                                     \
-        unsigned a = (unsigned)__cvta_generic_to_shared(smem) + (threadIdx.x & 31) * stride;              \
-        unsigned acc[4] = {0, 0, 0, 0};                                                                  \
-        TIMED_PASSES(512, K, a ^= flip, PTX)                                                             \
-        keep(acc, sink);                                                                                 \
+        LDS_BODY(512, 0, PTX)                                                                            \
     }
 LDS_KERNEL(32, LDS32)
 LDS_KERNEL(64, LDS64)
@@ -268,22 +271,14 @@ LDS_KERNEL(128, LDS128)
 #define LDS_AT_KERNEL(NAME, PTX)                                                                         \
     extern "C" __global__ void __launch_bounds__(1024) lds_at##NAME(long long* out, unsigned* sink, int iters, \
                                                                     int stride, int offset, unsigned flip) { \
-        extern __shared__ __align__(16) char smem[];                                                     \
-        unsigned a = (unsigned)__cvta_generic_to_shared(smem) + offset + (threadIdx.x & 31) * stride;     \
-        unsigned acc[4] = {0, 0, 0, 0};                                                                  \
-        TIMED_PASSES(512, K, a ^= flip, PTX)                                                             \
-        keep(acc, sink);                                                                                 \
+        LDS_BODY(512, offset, PTX)                                                                       \
     }
 LDS_AT_KERNEL(32, LDS32)
 LDS_AT_KERNEL(64, LDS64)
 LDS_AT_KERNEL(128, LDS128)
 extern "C" __global__ void __launch_bounds__(1024) lds_row32(long long* out, unsigned* sink, int iters, int stride,
                                                              int offset, unsigned flip) {
-    extern __shared__ __align__(16) char smem[];
-    unsigned a = (unsigned)__cvta_generic_to_shared(smem) + offset + (threadIdx.x & 31) * stride;
-    unsigned acc[4] = {0, 0, 0, 0};
-    TIMED_PASSES(132, K, a ^= flip, LDS32)
-    keep(acc, sink);
+    LDS_BODY(132, offset, LDS32)
 }
 extern "C" __global__ void __launch_bounds__(1024) sts_at32(long long* out, int iters, int stride, int offset,
                                                             unsigned v) {

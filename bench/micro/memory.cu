@@ -744,6 +744,39 @@ extern "C" __global__ void read_twice(const float4* __restrict__ src, float* sin
     if (acc == 1.2345f) sink[0] = acc;
 }
 
+// read_twice_on: read_twice by the CTAs of some SMs only (`sel`: 0 all, 1 even SM ids, 2 SM ids below
+// `half`, 3 odd SM ids, 4 SM ids from `half`), which take 4,096-float4 chunks of the buffer from `next[0]`
+// (first pass) and `next[1]` (second pass) as they go: if the L2 keeps a copy of far data near the SMs that
+// read it, a buffer read by one half of the chip should survive in L2 at sizes where one read by all does not.
+extern "C" __global__ void read_twice_on(const float4* __restrict__ src, float* sink, long long n4,
+                                         unsigned long long* next, int sel, int half) {
+    unsigned sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    const bool mine = sel == 0 || (sel == 1 && sm % 2 == 0) || (sel == 2 && (int)sm < half) ||
+                      (sel == 3 && sm % 2 == 1) || (sel == 4 && (int)sm >= half);
+    if (!mine) return;
+    __shared__ long long base;
+    float acc = 0.f;
+#pragma unroll 1
+    for (int pass = 0; pass < 2; ++pass) {
+        while (true) {
+            __syncthreads();
+            if (threadIdx.x == 0) base = (long long)atomicAdd(next + pass, 4096ull);
+            __syncthreads();
+            if (base >= n4) break;
+#pragma unroll 4
+            for (int k = 0; k < 16; ++k) {
+                const long long i = base + k * 256 + threadIdx.x;
+                if (i < n4) {
+                    float4 v = __ldcg(src + i);
+                    acc += (v.x + v.y) + (v.z + v.w);
+                }
+            }
+        }
+    }
+    if (acc == 1.2345f) sink[0] = acc;
+}
+
 extern "C" __global__ void write_once(float4* dst, long long n4, float v) {
     long long stride = (long long)gridDim.x * blockDim.x;
 #pragma unroll 4

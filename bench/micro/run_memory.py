@@ -991,6 +991,17 @@ def ncu_child(cubin: str, only: str = "") -> None:
                                             np.int32(64 << 10 if warps == 8 else 4352)))
         b.sync()
         return
+    if only == "l2half":  # read_twice_on: a buffer read twice by all SMs or by half of them (L2HALF_LAUNCHES)
+        for mb, sel in L2HALF_LAUNCHES:
+            n4 = (mb << 20) // 16
+            buf = cp.ones(n4 * 4, dtype=cp.float32)
+            nxt = cp.zeros(2, dtype=cp.uint64)
+            b.launch("read_twice_on", 8 * b.sms, 256, (buf, cp.zeros(1, dtype=cp.float32), np.int64(n4), nxt,
+                                                     np.int32(sel), np.int32(b.sms // 2)))
+            b.sync()
+            del buf
+            cp.get_default_memory_pool().free_all_blocks()
+        return
     if only == "align":  # shared wavefronts of the off-alignment and broadcast loads (ALIGN_LAUNCHES)
         for k, stride in ALIGN_LAUNCHES:
             b.launch(k, b.sms, 1024, (out, sink, np.int32(64), np.int32(stride), np.int32(0), np.uint32(0)),
@@ -1044,6 +1055,8 @@ L1WF_METRICS = ["gpc__cycles_elapsed.max", "smsp__inst_executed_op_global_ld.sum
                 "l1tex__data_bank_conflicts_pipe_lsu_mem_gds_op_ld.sum", "l1tex__data_bank_reads.sum"]
 
 
+# (MiB, sel): read_twice_on's buffer sizes and SM selections (0 all, 1 even ids, 2 ids < SMs / 2, 3 odd, 4 the rest)
+L2HALF_LAUNCHES = tuple((mb, sel) for mb in (16, 24, 32, 40, 48) for sel in (0, 1, 2, 3, 4))
 # (kernel, lane stride): conflict-free 32/64/128-bit loads, the padded rows, broadcasts (stride 0); 32 warps per SM
 ALIGN_LAUNCHES = (("lds_at32", 4), ("lds_row32", 4), ("lds_at32", 0), ("lds_at64", 8), ("lds_at64", 0),
                   ("lds_at128", 16), ("lds_at128", 0))
@@ -1053,7 +1066,8 @@ ALIGN_METRICS = ["gpc__cycles_elapsed.max", "smsp__inst_executed_op_shared_ld.su
 
 
 def m_ncu(cubin: str, ncu: str, only: str = "") -> dict:
-    metrics = L1WF_METRICS if only == "l1wf" else ALIGN_METRICS if only == "align" else NCU_METRICS
+    metrics = L1WF_METRICS if only == "l1wf" else ALIGN_METRICS if only == "align" else \
+        ["gpc__cycles_elapsed.max", "dram__bytes_read.sum", "lts__t_sectors_op_read.sum"] if only == "l2half" else NCU_METRICS
     cmd = [ncu, "--csv", "--page", "raw", "--clock-control", "none", "--metrics", ",".join(metrics),
            sys.executable, os.path.abspath(__file__), "--ncu-child", cubin] + (["--ncu-only", only] if only else [])
     t = time.time()
@@ -1068,6 +1082,12 @@ def m_ncu(cubin: str, ncu: str, only: str = "") -> dict:
             if len(row) == len(header):
                 rows.append(dict(zip(header, row)))
     keep = ["Kernel Name", "Grid Size", "Block Size"] + metrics
+    if only == "l2half":
+        return {"command": " ".join(map(shlex.quote, cmd)), "seconds": round(time.time() - t, 1),
+                "returncode": r.returncode, "stderr_tail": r.stderr[-1500:],
+                "launch_order": "read_twice_on, 8 CTAs of 256 threads per SM (those of unselected SMs exit at "
+                                "once), (MiB, sel): " + ", ".join(f"({m}, {s})" for m, s in L2HALF_LAUNCHES),
+                "rows": [{k: row.get(k) for k in keep} for row in rows]}
     if only == "align":
         return {"command": " ".join(map(shlex.quote, cmd)), "seconds": round(time.time() - t, 1),
                 "returncode": r.returncode, "stderr_tail": r.stderr[-1500:],

@@ -181,52 +181,23 @@ def test_unknown_card():
     assert "unknown GPU 'gtx9999'" in msg and "k40" in msg and "h100" in msg
 
 
-def test_unknown_field_names_file_and_path(tmp_path):
-    p = _write(tmp_path, "typo.yaml", "extends: k40\ncard: typo\nsm:\n  register_file:\n    bankz: 4\n")
+@pytest.mark.parametrize("name, text, path", [
+    ("typo.yaml", "extends: k40\ncard: typo\nsm:\n  register_file:\n    bankz: 4\n", "sm.register_file.bankz"),
+    ("bad.yaml", "extends: k40\ncard: bad\nsm:\n  shared_memory:\n    bank_width_bytes: '8'\n",
+     "sm.shared_memory.bank_width_bytes"),
+    ("stage.yaml", "extends: h100\ncard: stage\nmemory:\n  l1:\n    data_stage: fifo\n", "memory.l1.data_stage"),
+    ("tag.yaml", "extends: h100\ncard: tag\nmemory:\n  l1:\n    tag_lines_per_cycle: 0\n",
+     "memory.l1.tag_lines_per_cycle"),
+    ("cta.yaml", "extends: h100\ncard: cta\nsm:\n  cta_launch_cycles: -1\n", "sm.cta_launch_cycles"),
+    ("sq.yaml", "extends: h100\ncard: sq\nsm:\n  shared_access_queue: sometimes\n", "sm.shared_access_queue"),
+], ids=["unknown-field", "wrong-type", "data-stage-not-shared-or-booked", "tag-rate-not-positive",
+        "cta-launch-negative", "shared-queue-not-boolean"])
+def test_bad_field_is_one_line_naming_file_and_path(tmp_path, name, text, path):
+    p = _write(tmp_path, name, text)
     with pytest.raises(SpecError) as exc:
         load_gpu(str(p))
     msg = _one_line(exc)
-    assert "typo.yaml" in msg and "sm.register_file.bankz" in msg
-
-
-def test_wrong_type_in_yaml_names_path(tmp_path):
-    p = _write(tmp_path, "bad.yaml", "extends: k40\ncard: bad\nsm:\n  shared_memory:\n    bank_width_bytes: '8'\n")
-    with pytest.raises(SpecError) as exc:
-        load_gpu(str(p))
-    msg = _one_line(exc)
-    assert "bad.yaml" in msg and "sm.shared_memory.bank_width_bytes" in msg
-
-
-def test_data_stage_must_be_shared_or_booked(tmp_path):
-    p = _write(tmp_path, "stage.yaml", "extends: h100\ncard: stage\nmemory:\n  l1:\n    data_stage: fifo\n")
-    with pytest.raises(SpecError) as exc:
-        load_gpu(str(p))
-    msg = _one_line(exc)
-    assert "stage.yaml" in msg and "memory.l1.data_stage" in msg
-
-
-def test_tag_rate_must_be_positive(tmp_path):
-    p = _write(tmp_path, "tag.yaml", "extends: h100\ncard: tag\nmemory:\n  l1:\n    tag_lines_per_cycle: 0\n")
-    with pytest.raises(SpecError) as exc:
-        load_gpu(str(p))
-    msg = _one_line(exc)
-    assert "tag.yaml" in msg and "memory.l1.tag_lines_per_cycle" in msg
-
-
-def test_cta_launch_cycles_must_not_be_negative(tmp_path):
-    p = _write(tmp_path, "cta.yaml", "extends: h100\ncard: cta\nsm:\n  cta_launch_cycles: -1\n")
-    with pytest.raises(SpecError) as exc:
-        load_gpu(str(p))
-    msg = _one_line(exc)
-    assert "cta.yaml" in msg and "sm.cta_launch_cycles" in msg
-
-
-def test_shared_access_queue_must_be_a_boolean(tmp_path):
-    p = _write(tmp_path, "sq.yaml", "extends: h100\ncard: sq\nsm:\n  shared_access_queue: sometimes\n")
-    with pytest.raises(SpecError) as exc:
-        load_gpu(str(p))
-    msg = _one_line(exc)
-    assert "sq.yaml" in msg and "sm.shared_access_queue" in msg
+    assert name in msg and path in msg
 
 
 def test_missing_unit_class(tmp_path):

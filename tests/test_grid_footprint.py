@@ -118,7 +118,7 @@ def test_a_cta_emulated_beside_the_sampled_ones_is_footprint_only():
     from gpusim.timing.mem.grid import access_kinds
     from gpusim.timing.sampling import KEEP_HEAD, KEEP_TAIL
     from gpusim.trace import DynamicTrace
-    from gpusim.trace.footprint import cta_footprints
+    from gpusim.trace.footprint import cta_footprints, global_lanes
     from gpusim.workloads import find_workload
 
     wl, cfg, n = find_workload("sgemm_maxas_128"), load_gpu("h100"), 512
@@ -127,7 +127,7 @@ def test_a_cta_emulated_beside_the_sampled_ones_is_footprint_only():
     assert ctas == [0, 1, 2, 3] and beside == [4]
     emu, inputs = emulate(wl, cfg.arch, n, ctas=ctas + beside)
     alone, alone_inputs = emulate(wl, cfg.arch, n, ctas=ctas)
-    assert {c for c, _, _ in cta_footprints(emu, access_kinds(emu.program, cfg))} == {0, 1, 2, 3, 4}
+    assert {c for c, _, _ in cta_footprints(global_lanes(emu, access_kinds(emu.program, cfg)))} == {0, 1, 2, 3, 4}
     trace = DynamicTrace.from_emulator(emu, keep_loop=(KEEP_HEAD, KEEP_TAIL), ctas=ctas)
     assert sorted(set(trace.warp_ids // emu.launch.warps_per_cta)) == ctas
     assert verify(wl, emu, inputs, n, ctas) == verify(wl, alone, alone_inputs, n)
@@ -182,13 +182,14 @@ def test_block_asks_are_the_most_one_request_asks_of_each_block():
     from gpusim.config import load_gpu
     from gpusim.emu.run import emulate
     from gpusim.timing.mem.grid import access_kinds
-    from gpusim.trace.footprint import block_asks, cta_footprints
+    from gpusim.trace.footprint import block_asks, cta_footprints, global_lanes
     from gpusim.workloads import find_workload
 
     wl, cfg = find_workload("dgemm_unroll"), load_gpu("h100")
     emu, _ = emulate(wl, cfg.arch, 256, ctas=[0])
     kinds = access_kinds(emu.program, cfg)
-    asks, fps = block_asks(emu, kinds, 2), cta_footprints(emu, kinds)
+    lanes = global_lanes(emu, kinds)
+    asks, fps = block_asks(lanes, 2), cta_footprints(lanes)
     assert set(asks) == set(fps)
     for key, (blocks, asked) in asks.items():
         assert np.array_equal(blocks, np.unique(fps[key] // np.uint64(2)))

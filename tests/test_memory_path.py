@@ -101,7 +101,7 @@ def _xq(h100, first: str, shared: bool):
                            lsu=AccessQueue(h100.sm.lsu_queue_depth, 0.5, tag_stage, 1), slots=deque(), held=0)
            for _ in range(4)]
     me = SimpleNamespace(shared_queue=shared, queue_places=h100.sm.mio_queue_depth * h100.sm.lsu_queue_depth,
-                         shares=(h100.sm.mio_queue_depth, h100.sm.lsu_queue_depth))
+                         share_smem=h100.sm.lsu_queue_depth, share_global=h100.sm.mio_queue_depth)
     kinds = (SMEM, GLOAD) if first == "lds" else (GLOAD, SMEM)
     now, issued, reasons = 0.0, [], []
     for i in range(48):
@@ -116,7 +116,7 @@ def _xq(h100, first: str, shared: bool):
         q = sps[0].mio if kind == SMEM else sps[0].lsu
         _, passed = q.access(now, 32 if i < 32 else 1, [sp.mio if kind == SMEM else sp.lsu for sp in sps])
         if shared:
-            SM._hold_places(sps[0], passed, me.shares[kind == SMEM])
+            SM._hold_places(sps[0], passed, me.share_smem if kind == SMEM else me.share_global)
         issued.append(now)
         now += 4.0
     return [b - a for a, b in zip(issued[31:], issued[32:])], reasons

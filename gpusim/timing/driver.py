@@ -144,19 +144,21 @@ def grid_footprint(emu, wl, cfg, size: int):
     from gpusim.emu.run import more_ctas
     from gpusim.timing.mem.grid import GridFootprint, access_kinds, extra_ctas
     from gpusim.timing.mem.l2 import fetch_sectors
-    from gpusim.trace.footprint import block_asks, cta_footprints
+    from gpusim.trace.footprint import block_asks, cta_footprints, global_lanes
 
     grid = emu.launch.grid
     kinds = access_kinds(emu.program, cfg)
-    footprints = cta_footprints(emu, kinds)
+    lanes = global_lanes(emu, kinds)
+    footprints = cta_footprints(lanes)
     extra = extra_ctas(emu.ctas, grid)
-    others = more_ctas(emu, extra) if extra else None
-    if others is not None:
-        footprints.update(cta_footprints(others, kinds))
+    if extra:
+        others = global_lanes(more_ctas(emu, extra), kinds)
+        footprints.update(cta_footprints(others))
+        if 0 not in emu.ctas:
+            lanes = others  # (CTA 0's)
     fetch = fetch_sectors(cfg.memory)
-    asks = None
-    if fetch > 1:  # CTA 0's requests: which blocks their misses fill alongside
-        asks = block_asks(emu if 0 in emu.ctas else others, kinds, fetch)
+    # CTA 0's requests: which blocks their misses fill alongside
+    asks = block_asks(lanes, fetch) if fetch > 1 else None
     return GridFootprint.fit(footprints, kinds, grid, asks, fetch)
 
 

@@ -125,7 +125,7 @@ class SM:
         self.shared_queue = cfg.sm.shared_access_queue  # the MIO and LSU queues are one (`_queue_full`)
         # in integer shares: places mio x lsu depth; a shared access takes lsu depth of them, a global one mio depth
         self.queue_places = cfg.sm.mio_queue_depth * cfg.sm.lsu_queue_depth
-        self.shares = (cfg.sm.mio_queue_depth, cfg.sm.lsu_queue_depth)  # [is shared-memory access]
+        self.share_smem, self.share_global = cfg.sm.lsu_queue_depth, cfg.sm.mio_queue_depth
         self.const_latency = cfg.memory.constant_latency_cycles
         self.branch_latency = cfg.sm.scheduler.branch_latency_cycles
         # register reads beyond the ports (precompute.register_read_cycles) occupy the port, not the result
@@ -413,7 +413,7 @@ class SM:
             slots = sp.slots
             while slots and slots[0][0] <= now:
                 sp.held -= slots.popleft()[1]
-            if sp.held + self.shares[queue == SMEM] > self.queue_places:
+            if sp.held + (self.share_smem if queue == SMEM else self.share_global) > self.queue_places:
                 return S.MIO, slots[0][0]
         return 0, now
 
@@ -541,7 +541,7 @@ class SM:
             wf = w.wavef[pos]
             start, passed = sp.mio.access(now, max(wf, 1), self.mio_queues, self.queue_store[w.pcs[pos]])
             if self.shared_queue:
-                self._hold_places(sp, passed, self.shares[1])
+                self._hold_places(sp, passed, self.share_smem)
             self.smem_wavefronts += wf
             return passed + self.smem_latency + self.static[w.pcs[pos]].smem_extra, False, \
                 (now if self.read_at_issue else start) + self.mio_read
@@ -555,7 +555,7 @@ class SM:
             done, accepted = self.l1.store(now, passed, sectors)
             sp.lsu.hold(accepted)
         if self.shared_queue:
-            self._hold_places(sp, sp.lsu.leaving[-1], self.shares[0])
+            self._hold_places(sp, sp.lsu.leaving[-1], self.share_global)
         return done, True, (now if self.read_at_issue else start) + self.lsu_read
 
     def _operands_ready(self, w: Warp, pc: int, t: float, now: float) -> tuple[float, int]:

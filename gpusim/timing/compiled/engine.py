@@ -38,8 +38,9 @@ DEPENDENCY_IDS = 384  # register scoreboard ids: R 0-255, P 256+, UR 300+, UP 37
 CONFIG = np.dtype([("control_mode", "?"), ("dual", "i8"), ("policy", "i8"), ("two_level_n", "i8"),
                    ("smem_latency", "f8"), ("mio_read", "f8"), ("lsu_read", "f8"), ("const_latency", "f8"),
                    ("branch_latency", "f8"), ("watchdog", "f8"), ("quantum", "f8"), ("n_sp", "i8"),
-                   ("warps_per_cta", "i8"), ("ctas_per_sm", "i8"), ("cta_launch_cycles", "f8"), ("shared_queue", "?"), ("queue_places", "i8"), ("share_smem", "i8"),
-                   ("share_global", "i8"),
+                   ("warps_per_cta", "i8"), ("ctas_per_sm", "i8"), ("cta_launch_cycles", "f8"),
+                   # `sm.shared_access_queue` (`SM._queue_full`): places in all, a shared and a global access's share
+                   ("shared_queue", "?"), ("queue_places", "i8"), ("share_smem", "i8"), ("share_global", "i8"),
                    ("unified_stage", "?"), ("booked_stage", "?"), ("read_ports", "?"), ("read_at_issue", "?"),
                    # sampled mode (compiled/sampled.py): the SMs' own CTA queues, residences, stored rows
                    # and made-up loop iterations; the arrays' room one cycle step may need for those

@@ -346,3 +346,66 @@ extern "C" __global__ void st_open(float* out, int R, int k, int nsec, float v) 
             out[line * 32 + threadIdx.y + 8 * j] = v;
         }
 }
+
+// ---- set "dmix" (run_dram_writes.py --set dmix): what DRAM delivers when reads and writes share it, and
+// whether the transpose's scattered 128-byte write segments cost DRAM more than a stream does.
+//   mix_rw    grid-stride over `units`: unit u reads in[j * units + u] for j < a and writes
+//             out[j * units + u] for j < b (float4s): a + b coalesced streams, a : b bytes read : written.
+//             With b = 0 a read-only stream, with a = 0 a write-only one.
+//   copy_tile one 32 x 32 tile of m x m floats per CTA of 32 x 8 threads, as transpose_smem moves it
+//             (suite12.cu) but through registers, with the data not transposed: mode 0 reads and writes
+//             the tile's rows in place (a copy); mode 1 writes them where transpose_smem writes its output
+//             (tile (by, bx)): the same 128-byte segments, scattered over rows as a transpose's are;
+//             mode 2 reads from there and writes in place.
+//   hot_wr    read H `k` times (each pass at another offset, so other SMs read each line: L2 hits after
+//             the first), then write W: a single-wave tiled GEMM's order (re-read inputs, then outputs).
+extern "C" __global__ void mix_rw(const float4* __restrict__ in, float4* out, long long units, int a, int b,
+                                  float* sink, float v) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    float acc = 0.f;
+#pragma unroll 1
+    for (long long u = blockIdx.x * (long long)blockDim.x + threadIdx.x; u < units; u += stride) {
+        float s = v;
+        for (int j = 0; j < a; ++j) {
+            const float4 x = __ldcg(in + j * units + u);
+            s += (x.x + x.y) + (x.z + x.w);
+        }
+        for (int j = 0; j < b; ++j) out[j * units + u] = make_float4(s, s, s, s);
+        acc += s;
+    }
+    if (acc == 1.2345f) sink[0] = acc;
+}
+
+extern "C" __global__ void copy_tile(const float* __restrict__ in, float* out, int m, int mode) {
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const long long x = blockIdx.x * 32 + tx, y = blockIdx.y * 32 + ty;   // the tile in place
+    const long long tx_ = blockIdx.y * 32 + tx, ty_ = blockIdx.x * 32 + ty;  // where transpose_smem writes
+    float r[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+        r[j] = mode == 2 ? in[(ty_ + 8 * j) * m + tx_] : in[(y + 8 * j) * m + x];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        if (mode == 1) out[(ty_ + 8 * j) * m + tx_] = r[j];
+        else out[(y + 8 * j) * m + x] = r[j];
+    }
+}
+
+extern "C" __global__ void hot_wr(const float4* __restrict__ h, long long nh, int k, float4* w, long long nw,
+                                  float* sink, float v) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    float acc = 0.f;
+#pragma unroll 1
+    for (int p = 0; p < k; ++p) {
+        const long long shift = (long long)p * (stride / 3 + 8);
+#pragma unroll 4
+        for (long long i = t; i < nh; i += stride) {
+            const float4 x = __ldcg(h + (i + shift) % nh);
+            acc += (x.x + x.y) + (x.z + x.w);
+        }
+    }
+#pragma unroll 4
+    for (long long i = t; i < nw; i += stride) w[i] = make_float4(v, v, v, v);
+    if (acc == 1.2345f) sink[0] = acc;
+}

@@ -18,6 +18,7 @@
     python3 bench/micro/run_dram_writes.py --set pgroup --out R     # the same, a warp's lines in groups of g
     python3 bench/micro/run_dram_writes.py --set popen --out R      # the same, 1-4 segments of 32 lines open per CTA
     python3 bench/micro/run_dram_writes.py --set hota --out R       # wr_hot with a stream beside the hot input
+    python3 bench/micro/run_dram_writes.py --set dmix --out R       # DRAM rate of read/write mixes, tile writes
 
 Every case is one launch profiled once by Nsight Compute (`--cache-control all`, its default: L2 is
 flushed before the launch, so it starts cold) with a small metric set (DRAM bytes read/written, L2
@@ -49,7 +50,8 @@ METRICS = ["gpc__cycles_elapsed.max", "gpu__time_duration.sum", "dram__bytes_rea
 MB = 1 << 20
 KERNELS = ("wr_rd", "wr_hot", "wr_twice", "st_tpose", "st_sector", "copy_il", "tp_naive", "tp_sector", "tp_colread",
            "st_delay", "copy_1pt", "copy_1pt_plain", "copy_gs1", "tp_naive_nc", "tp_sync", "tp_ldcg", "tp_hot", "tp_stcs",
-           "st_tpose_ld", "tp_pitch", "tp_stonly", "st_stride", "st_group", "st_open", "wr_hot_a", "wr_wave_a")
+           "st_tpose_ld", "tp_pitch", "tp_stonly", "st_stride", "st_group", "st_open", "wr_hot_a", "wr_wave_a",
+           "mix_rw", "copy_tile", "hot_wr")
 
 
 def cases() -> list[dict]:
@@ -78,6 +80,19 @@ def hota_cases() -> list[dict]:
         for w, hot, a, ar in ((16, 16, 0, 1), (16, 16, 8, 8), (16, 16, 16, 1), (16, 16, 16, 8), (16, 8, 16, 8),
                               (16, 16, 32, 8), (8, 16, 16, 8), (32, 8, 16, 8)):
             out.append({"kernel": k, "W": w, "H": hot, "A": a, "ar": ar, "passes": 16})
+    return out
+
+
+def dmix_cases() -> list[dict]:
+    """Set "dmix": DRAM rates. mix_rw streams reading a and writing b float4s per unit, the larger side
+    1 GiB (a : b from read-only to write-only; two repeated at the end); copy_tile moves m x m floats as
+    transpose_smem does, its writes in place (mode 0), where the transpose writes them (1), or its reads
+    from there (2), at 256 MiB and 1 GiB; hot_wr reads H MiB k times, then writes W MiB."""
+    out = [{"kernel": "mix_rw", "a": a, "b": b} for a, b in ((1, 0), (4, 1), (2, 1), (1, 1), (1, 2), (1, 4), (0, 1))]
+    out += [{"kernel": "copy_tile", "m": m, "mode": mode} for m in (8192, 16384) for mode in (0, 1, 2)]
+    out += [{"kernel": "hot_wr", "H": hot, "k": k, "W": 16} for hot in (16, 24, 32, 40) for k in (1, 2, 4)]
+    out += [{"kernel": "hot_wr", "H": 32, "k": 4, "W": 8}]
+    out += [{"kernel": "mix_rw", "a": a, "b": b} for a, b in ((1, 1), (1, 0))]
     return out
 
 
@@ -128,7 +143,8 @@ def copy_cases() -> list[dict]:
 def tpose2_cases() -> list[dict]:
     """Set "tpose2": transpose_naive (tp_naive) and four variants (dram_writes.cu), S MiB per matrix."""
     return [{"kernel": k, "S": s} for k in ("tp_naive", "tp_sync", "tp_ldcg", "tp_hot", "tp_stcs",
-           "st_tpose_ld", "tp_pitch", "tp_stonly", "st_stride", "st_group", "st_open", "wr_hot_a", "wr_wave_a") for s in (16, 64)]
+           "st_tpose_ld", "tp_pitch", "tp_stonly", "st_stride", "st_group", "st_open", "wr_hot_a", "wr_wave_a",
+           "mix_rw", "copy_tile", "hot_wr") for s in (16, 64)]
 
 
 def stload_cases() -> list[dict]:
@@ -313,7 +329,7 @@ def ncu_child(cubin: str, which: str) -> None:
     rbuf = cp.ones(64 * MB // 4, dtype=cp.float32)
     sink = cp.zeros(1, dtype=cp.float32)
     n4 = lambda mib: np.int64(mib * MB // 16)  # noqa: E731
-    big = abuf = None
+    big = abuf = gib = None
     for c in SETS[which]():
         if "S" in c:  # sets partial, transpose, copy, layout: 256 MiB buffers, made at the first such case
             if big is None:
@@ -375,6 +391,24 @@ def ncu_child(cubin: str, which: str) -> None:
                 mod.get_function(k)((m // 32, m // 32), (32, 8), (inp, out, np.int32(m)))
             cp.cuda.runtime.deviceSynchronize()
             continue
+        if c["kernel"] in ("mix_rw", "copy_tile"):  # set dmix: 1 GiB buffers, made at the first such case
+            if gib is None:
+                gib = (cp.ones(1024 * MB // 4, dtype=cp.float32), cp.zeros(1024 * MB // 4, dtype=cp.float32))
+            inp, out = gib
+            if c["kernel"] == "mix_rw":
+                units = np.int64(1024 * MB // 16 // max(c["a"], c["b"]))
+                mod.get_function("mix_rw")((grid,), (block,), (inp, out, units, np.int32(c["a"]), np.int32(c["b"]), sink,
+                                                              np.float32(2.0)))
+            else:
+                m = c["m"]
+                mod.get_function("copy_tile")((m // 32, m // 32), (32, 8), (inp, out, np.int32(m), np.int32(c["mode"])))
+            cp.cuda.runtime.deviceSynchronize()
+            continue
+        if c["kernel"] == "hot_wr":
+            mod.get_function("hot_wr")((grid,), (block,), (rbuf, n4(c["H"]), np.int32(c["k"]), wbuf, n4(c["W"]), sink,
+                                                          np.float32(2.0)))
+            cp.cuda.runtime.deviceSynchronize()
+            continue
         if c["kernel"] in ("wr_hot_a", "wr_wave_a"):
             if abuf is None:
                 abuf = cp.ones(32 * MB // 4, dtype=cp.float32)
@@ -427,7 +461,7 @@ SETS = {"all": cases, "full": lambda: FULL_CASES, "partial": partial_cases, "tra
         "copy": copy_cases, "layout": layout_cases,
         "upload": upload_cases, "first": first_cases, "fresh": fresh_cases, "tpose2": tpose2_cases,
         "stload": stload_cases, "pitch": pitch_cases, "pstride": pstride_cases,
-        "pgroup": pgroup_cases, "popen": popen_cases, "hota": hota_cases}
+        "pgroup": pgroup_cases, "popen": popen_cases, "hota": hota_cases, "dmix": dmix_cases}
 
 
 def main() -> int:
@@ -436,7 +470,7 @@ def main() -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--which", default="all", help=argparse.SUPPRESS)
-    ap.add_argument("--set", choices=("writes", "partial", "transpose", "copy", "layout", "upload", "first", "fresh", "tpose2", "stload", "pitch", "pstride", "pgroup", "popen", "hota"), default="writes",
+    ap.add_argument("--set", choices=("writes", "partial", "transpose", "copy", "layout", "upload", "first", "fresh", "tpose2", "stload", "pitch", "pstride", "pgroup", "popen", "hota", "dmix"), default="writes",
                     help="writes: the write-back cases (default); partial: partial-sector stores and copies near "
                          "capacity; transpose: transpose_naive and variants; copy: streamed copies in copy_float4's "
                          "order, finer write-then-read steps; layout: the same copies and transposes with the "
@@ -446,7 +480,8 @@ def main() -> int:
                          "transpose_naive with padded output rows; pstride: partial-sector stores, line stride, "
                          "CTA order, occupancy; pgroup: the same with a warp's lines in groups of g; "
                          "popen: the same with 1-4 segments of 32 lines open per CTA; hota: wr_hot with a stream "
-                         "beside the hot input, persistent CTAs and one wave per pass")
+                         "beside the hot input, persistent CTAs and one wave per pass; dmix: DRAM rates of "
+                         "read/write mixes and of a transpose's write segments, writes after re-read inputs")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
     args = ap.parse_args()
     if args.ncu_child:
@@ -477,7 +512,8 @@ def main() -> int:
     with open(args.out, "w") as f:
         json.dump(R, f, indent=1)
     for c in R["ncu"]["cases"]:
-        print({k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "A", "ar", "S", "k", "g", "nsec", "swap", "smem", "spin", "dram_write_MiB", "dram_read_MiB",
+        print({k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "A", "ar", "S", "k", "g", "nsec", "swap", "smem", "spin",
+                                     "a", "b", "m", "mode", "dram_write_MiB", "dram_read_MiB", "gpu__time_duration.sum",
                                      "lts__t_sectors_op_read.sum", "lts__t_sectors_op_write.sum")})
     for c in R.get("ncu_full_metrics", {}).get("cases", []):
         print("full", {k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "dram_write_MiB", "dram_read_MiB")})

@@ -37,6 +37,8 @@ CASES = {
     "hopper-fetch-block": ("sgemm_naive_rowmajor", "h100", 64, {"memory.l2.dram_fetch_bytes": 128}, {}),  # one sector a lane
     "hopper-few-sms": ("sgemm_maxas_128", "h100", 256, {"sm_count": 3}, {}),
     "hopper-cta-refills": ("dgemm_unroll", "h100", 256, {"sm_count": 1}, {}),  # 4 CTAs one after another: sm.cta_launch_cycles
+    # 64 CTAs on 4 SMs of 8 slots, the chip retiring one per 300 cycles: refills wait for it, the kernel's end too
+    "hopper-cta-retire": ("copy_float4", "h100", 64, {"sm_count": 4, "cta_retire_cycles": 300.0}, {}),
     "hopper-unified-stage": ("naiveMatMatMul", "h100", 64, {"memory.l1.unified_data_stage": True}, {}),  # LDS and 32-line LDGs on one stage
     "hopper-separate-stages": ("naiveMatMatMul", "h100", 64, {}, {}),
     "maxwell-dgemm": ("dgemm_unroll_db_128b_prefsmem", "gtx970", 128, {}, {}),

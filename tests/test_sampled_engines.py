@@ -36,6 +36,7 @@ CASES = {
     # instruction than the barrier (the loop's iterations differ): the release reads that record
     "hopper-moved-at-barrier": ("naiveMatMatMul", "h100", 512, {"memory.l2.initial": "warm"}, sampling.KEEP_HEAD),
     "hopper-stores-dirty-limit": ("copy_float4", "h100", 512, {"memory.l2.dirty_limit_bytes": 65536}, sampling.KEEP_HEAD),
+    "hopper-cta-retire": ("copy_float4", "h100", 512, {"cta_retire_cycles": 40.0}, sampling.KEEP_HEAD),
     "maxwell-head-too-short": ("sgemm_maxas_64", "gtx970", 256, {}, 3),
 }
 

@@ -202,6 +202,22 @@ def test_sticky_set_is_the_same_in_both_engines():
     assert a.cycles != run_workload("sgemm_smem", "h100", 64).cycles  # (the policy acts here)
 
 
+def test_the_chip_retires_one_cta_per_cta_retire_cycles():
+    """cta_retire_cycles (H100: 1.19, validation/h100/micro/cta_rate_h100.json): the chip retires CTAs
+    one at a time, whichever SM ran them, and a CTA's slot is free only once it is retired.
+    copy_float4 n=256 has 1,024 short CTAs (one float4 per thread); retiring one per 100 cycles, the
+    kernel takes 1,024 x 100 cycles (its overhead aside), in detailed and in sampled mode, where
+    without it it takes a small part of that."""
+    from gpusim.timing.driver import run_workload
+
+    for mode in ("detailed", "sampled"):
+        runs = {c: run_workload("copy_float4", "h100", 256, mode=mode, overrides={"cta_retire_cycles": c})
+                for c in (0.0, 100.0)}
+        assert runs[0.0].ctas == 1024
+        assert runs[0.0].cycles < 0.3 * 1024 * 100
+        assert runs[100.0].cycles == pytest.approx(1024 * 100 + 4400, rel=0.05)
+
+
 def test_a_cta_that_takes_a_freed_slot_starts_cta_launch_cycles_later():
     """sm.cta_launch_cycles (H100: 325, validation/h100/micro/cta_turnaround_h100.json): on one SM holding
     one CTA at a time, dgemm_unroll n=256's 4 CTAs run one after another, so the 3 refills add about

@@ -300,6 +300,10 @@ class GpuConfig(_Model):
     kernel_overhead_cycles: float = Field(default=0.0, ge=0)
     """GPU-side cycles of a kernel with no work (launch, CTA rasterisation, drain); added to every
     kernel's cycles. 0 where not measured."""
+    cta_retire_cycles: float = Field(default=0.0, ge=0)
+    """The chip retires at most one CTA per this many cycles, whatever SM it ran on: a CTA whose last
+    warp has exited gives its slot back (and the kernel can end) once it is retired; a grid of many
+    short CTAs runs at this rate. 0: not modelled."""
     launch_overhead_us: float = Field(default=0.0, ge=0)
     """Further time a launch takes as CUDA events see it, beyond the kernel's GPU-side cycles; added
     to `time_s` only (`event_time_s`). 0 where not measured."""

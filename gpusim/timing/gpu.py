@@ -63,6 +63,9 @@ class GPU:
         self._sector_shift = int(np.log2(l1.sector_bytes))
         self.cta_queue: list[int] = []
         self.own_queues: dict[int, list[int]] | None = None  # sampled mode: per simulated SM
+        # the chip's CTA retirement (`cta_retire`): cycles each CTA takes it, the cycle it is free again
+        self.retire_interval = cfg.cta_retire_cycles
+        self.retire_free = 0.0
         self.mode = mode
         self.footprint_bytes = footprint_bytes  # bytes of the input buffers (sampled mode's DRAM estimate)
         self.grid_footprint = grid  # sampled mode: the whole grid's footprints (mem/grid.py), or None
@@ -234,6 +237,19 @@ class GPU:
             return None
         return Sampler(self.program, elision=self.trace.elision, gpu=self, **self.sampler_options)
 
+    def cta_retire(self, exited: float) -> float:
+        """The cycle a CTA whose last warp exited at `exited` is retired: its slot is free again and the
+        kernel may end. The chip retires one CTA per `cta_retire_cycles`, whichever SM it ran on. H100:
+        grids of 64 to 4,096 empty CTAs per SM take 1.19 cycles per CTA (the first wave's too), as long
+        with 33 or 66 of the 132 SMs held by other CTAs, while a first wave of 8 CTAs per SM starts within
+        ~330 cycles (validation/h100/micro/cta_rate_h100.json, bench/micro/cta_rate.py). Sampled mode's few
+        SMs get their share of it (`retire_interval` = cycles x busy SMs / simulated SMs)."""
+        if self.retire_interval <= 0:
+            return exited
+        done = exited if exited > self.retire_free else self.retire_free
+        self.retire_free = done + self.retire_interval
+        return done
+
     def next_cta(self, sm):
         """The CTA `sm` launches next: from the grid's queue, or in sampled mode from the SM's own
         (SM j runs CTAs j, j + S, ..., as the dispatcher gives them to symmetric SMs; with only some
@@ -251,6 +267,7 @@ class GPU:
         if occ.ctas_per_sm < 1:
             raise GpusimError(f"kernel does not fit on an SM of {cfg.card} (limited by {occ.limiter})")
         ctas = list(h["ctas"])
+        self.retire_interval = cfg.cta_retire_cycles  # (sampled mode: the simulated SMs' share)
         if self.mode == "sampled":
             return self._run_sampled(ctas, occ, workload, size)
         totals = None
@@ -337,6 +354,7 @@ class GPU:
     def _simulate(self, sms, ctas, occ):
         """Run `ctas` on `sms` (the dispatcher fills SMs round robin, then refills as CTAs finish)."""
         self.cta_queue = list(ctas)
+        self.retire_free = 0.0
         if self.mode == "sampled":
             self.own_queues = {sm.index: [c for c in ctas if c % self.cfg.sm_count == sm.index] for sm in sms}
         env = simpy.Environment()
@@ -368,6 +386,7 @@ class GPU:
                               reach_rule=False)  # (see MemorySystem: the reach is detailed mode's)
         self.grid_traffic = self._grid_traffic(occ, active)
         memory.dram_fraction = self._dram_fraction(active / g, len(ctas) / total)
+        self.retire_interval = cfg.cta_retire_cycles * active / g  # (the simulated SMs' share)
         self._warm_sampled(memory, len(ctas), total)
         if self.engine == "compiled" and self.window is None:
             from gpusim.timing.compiled.sampled import run_sampled
@@ -376,7 +395,8 @@ class GPU:
         else:
             sms = self._simulate([SM(j, self, L1(cfg, memory)) for j in range(g)], ctas, occ)
         ends, repeats = [], []
-        floor = max(self._bandwidth_floor(memory, sms), self._stage_floor(len(ctas)))
+        # (the chip retires an SM's CTAs no faster than one per its cycles x busy SMs)
+        floor = max(self._bandwidth_floor(memory, sms), self._stage_floor(len(ctas)), cfg.cta_retire_cycles * active)
         for sm in sms:
             remaining = self._ctas_of_sm(sm.index) - len(sm.cta_residence)
             repeat = remaining * max(self._cycles_per_cta(sm, occ.ctas_per_sm), floor) if remaining > 0 else 0.0

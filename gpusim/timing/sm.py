@@ -138,7 +138,7 @@ class SM:
         self.issued = 0  # warp instructions issued (and any the sampler fast-forwarded over)
         self.changed = True  # some sub-partition's warps changed outside its scheduling turn (see `run`)
         self.finish = 0.0
-        self.last_done = 0.0  # latest completion of any issued instruction (results, stores)
+        self.last_done = 0.0  # latest completion of any issued instruction (results, stores) or CTA retirement
         self.smem_wavefronts = 0
         self.sampler = gpu.make_sampler()  # None in detailed mode
         self.timeline = [] if gpu.window is not None else None  # events for the Perfetto view
@@ -173,11 +173,16 @@ class SM:
             self._cta_done(cta, now)
 
     def _cta_done(self, cta: CTA, now: float) -> None:
-        self.cta_residence.append((cta.launched, self.kernel_time(now)))
+        """The CTA's last warp exited at `now`: once the chip has retired it (`GPU.cta_retire`) its slot
+        takes the SM's next CTA, and the SM is not done before."""
+        done = self.gpu.cta_retire(now)
+        if done > self.last_done:
+            self.last_done = done
+        self.cta_residence.append((cta.launched, self.kernel_time(done)))
         self.ctas.remove(cta)
         nxt = self.gpu.next_cta(self)
         if nxt is not None:
-            self.launch(nxt, now)
+            self.launch(nxt, done)
 
     # ---- the process -------------------------------------------------------------------------------
     # SMs interact only through L2/DRAM; an SM runs ahead of the event engine's clock by up to this

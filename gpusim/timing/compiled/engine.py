@@ -103,8 +103,9 @@ State = namedtuple("State", [
     "miss_n",
     # caches
     "l1_slots", "l1_links", "l1_keys", "l1_vals", "l1_meta", "l1_free", "l1_counts", "l2", "l2_counts", "dirty", "reach",
-    # the grid's CTA queue (glob[0]: the next to hand out) and scratch space
-    "cta_queue", "glob", "order_buf", "scratch_sectors", "scratch_pend", "scratch_fill", "heap_buf",
+    # the grid's CTA queue (glob[0]: the next to hand out), the chip's CTA retirement (cycles per CTA,
+    # the cycle it is free, the last CTA's retirement: `GPU.cta_retire`) and scratch space
+    "cta_queue", "glob", "retire", "order_buf", "scratch_sectors", "scratch_pend", "scratch_fill", "heap_buf",
     # sampled mode: per warp id its loop (`LOOP`, back edges, strides per parity), stride entries, the
     # trace's addresses and exec masks per row, rows stores wrote, per SM its finished CTAs' residences
     "lp", "lp_backs", "lp_sv", "lp_soff", "lp_sn", "str_off", "str_row", "str_stride", "addr", "mem_exec",
@@ -271,7 +272,7 @@ def build(gpu, occ, ctas, arrays: dict, primed: int | None = None, sampled: dict
         l2=_lru_from(memory.l2.sectors, memory.l2.capacity), l2_counts=np.zeros(3, dtype=np.int64),
         dirty=_lru_from(memory.dirty, memory.dirty_capacity),
         reach=_lru_from(memory.reach, max(1, memory.reach_capacity)),
-        cta_queue=cta_queue, glob=glob,
+        cta_queue=cta_queue, glob=glob, retire=np.array([gpu.retire_interval, 0.0, 0.0]),
         order_buf=np.zeros(occ.ctas_per_sm * gpu.warps_per_cta, dtype=np.int64),
         scratch_sectors=np.zeros(MAX_SECTORS, dtype=np.int64), scratch_pend=np.zeros(SB_CAPACITY),
         scratch_fill=np.zeros(4, dtype=np.int64), heap_buf=np.zeros((n_sm + 1, 4)), **loops, res=res))
@@ -399,6 +400,7 @@ def _as_state(owned):
     st.reach = (_borrowed(owned.reach[0]), _borrowed(owned.reach[1]), _borrowed(owned.reach[2]), _borrowed(owned.reach[3]), _borrowed(owned.reach[4]), _borrowed(owned.reach[5]))
     st.cta_queue = _borrowed(owned.cta_queue)
     st.glob = _borrowed(owned.glob)
+    st.retire = _borrowed(owned.retire)
     st.order_buf = _borrowed(owned.order_buf)
     st.scratch_sectors = _borrowed(owned.scratch_sectors)
     st.scratch_pend = _borrowed(owned.scratch_pend)

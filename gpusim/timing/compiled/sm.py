@@ -75,6 +75,7 @@ def launch(st, sm, cid, now):
     cta.used = True
     smr = st.sm[sm]
     cta.cid, cta.live, cta.arrived, cta.launched = cid, 0, 0, now + smr.extrapolated  # (`SM.kernel_time`)
+    ready = now + c.cta_launch_cycles if now > 0 else now  # (`SM.launch`: refills only)
     wpc = c.warps_per_cta
     for j in range(wpc):
         gid = cid * wpc + j
@@ -89,7 +90,7 @@ def launch(st, sm, cid, now):
         if more and end - start < LOOKAHEAD:
             raise RuntimeError("compiled engine: a warp launched with too few of its records loaded")
         wr.gid, wr.cta, wr.sp, wr.pos, wr.end, wr.more = gid, slot, sp, start, end, more
-        wr.ready_at = now + c.cta_launch_cycles if now > 0 else now  # (`SM.launch`: refills only)
+        wr.ready_at = ready
         wr.reason = NOT_SELECTED
         wr.since = wr.ready_at  # (no stall is charged before the warp exists)
         wr.done = start == end and not more
@@ -121,24 +122,36 @@ def launch(st, sm, cid, now):
 
 @njit
 def cta_done(st, sm, slot, now):
-    """`SM._cta_done`: the CTA gives its slot back (sampled mode: its residence is noted)."""
+    """`SM._cta_done`: the CTA whose last warp exited at `now` is retired (`GPU.cta_retire`: the cycle
+    kept in retire[2] and returned) and gives its slot back (sampled mode: its residence is noted)."""
+    r = st.retire
+    done = now
+    if r[0] > 0:
+        if r[1] > done:
+            done = r[1]
+        r[1] = done + r[0]
+    r[2] = done
+    smr = st.sm[sm]
+    if done > smr.last_done:
+        smr.last_done = done
     cta = st.cta[slot]
     cta.used = False
     if st.cfg[0].sampled:
-        smr = st.sm[sm]
         st.res[sm, smr.n_res, 0] = cta.launched
-        st.res[sm, smr.n_res, 1] = now + smr.extrapolated
+        st.res[sm, smr.n_res, 1] = done + smr.extrapolated
         smr.n_res += 1
+    return done
 
 
 @njit
 def launch_next(st, sm, now):
-    """The SM's next CTA from the grid's queue (and, while those have no live warps, the ones after):
-    `_simulate`'s initial launches and `_cta_done`'s refill."""
+    """The SM's next CTA from the grid's queue (and, while those have no live warps, the ones after,
+    each once the one before is retired): `_simulate`'s initial launches and `_cta_done`'s refill."""
     while True:
         nxt = next_cta(st, sm)
         if nxt < 0 or launch(st, sm, nxt, now) > 0:
             return
+        now = st.retire[2]
 
 
 # ---- the process ---------------------------------------------------------------------------------
@@ -693,7 +706,6 @@ def exit_warp(st, sm, w, now):
     cta = st.cta[wr.cta]
     cta.live -= 1
     if cta.live == 0:
-        cta_done(st, sm, wr.cta, now)
-        launch_next(st, sm, now)
+        launch_next(st, sm, cta_done(st, sm, wr.cta, now))
     else:
         maybe_release(st, sm, wr.cta, now)

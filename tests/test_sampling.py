@@ -332,14 +332,15 @@ def test_sampled_extrapolation_respects_the_sms_stage_rates(monkeypatch):
     """A CTA stream bound by the SM's shared-memory stage (transpose_smem: 32-way conflicting
     stores, 16 wavefronts per access) is extrapolated at no more than the stage passes: sampled
     within 2.5% of detailed (2.1% since the H100's data stage, whose mixing cost the floor leaves
-    out), where without the floor its window's CTAs (their wavefronts still queued) made it 26% short."""
+    out), where without the floor its window's CTAs (their wavefronts still queued) made it 26% short
+    (6% since warps drain their stores at EXIT: the window's CTAs now end once their stores left)."""
     from gpusim.timing.gpu import GPU
 
     detailed = run_workload("transpose_smem", "h100", 1024).cycles
     sampled = run_workload("transpose_smem", "h100", 1024, mode="sampled").cycles
     assert abs(sampled / detailed - 1) < 0.025
     monkeypatch.setattr(GPU, "_stage_floor", lambda self, n: 0.0)
-    assert run_workload("transpose_smem", "h100", 1024, mode="sampled").cycles < 0.9 * detailed
+    assert run_workload("transpose_smem", "h100", 1024, mode="sampled").cycles < 0.96 * detailed
 
 
 def test_sampled_warm_l2_of_a_streaming_kernel_follows_detailed_mode():

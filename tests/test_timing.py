@@ -218,6 +218,25 @@ def test_the_chip_retires_one_cta_per_cta_retire_cycles():
         assert runs[100.0].cycles == pytest.approx(1024 * 100 + 4400, rel=0.05)
 
 
+def test_a_warp_drains_its_stores_after_exit():
+    """Nsight's drain: a warp after EXIT waits for its memory instructions to complete before its
+    resources are freed. copy_float4 n=32 ends every warp with an STG.128 and EXIT; with L2 taking
+    written data at 1/100 of the H100's rate the stores leave their LSU queues late, so the warps drain
+    for much of the kernel (charged at the EXIT), and the kernel lasts until the stores have left. At
+    the H100's rate they drain for a small part of it."""
+    from gpusim.timing.driver import run_workload
+
+    slow = run_workload("copy_float4", "h100", 32, overrides={"memory.l2.write_bandwidth_bytes_per_cycle": 30.69})
+    fast = run_workload("copy_float4", "h100", 32)
+    for r, lo, hi in ((slow, 0.3, 1.0), (fast, 0.0, 0.25)):
+        share = r.stalls["drain"] / sum(r.stalls.values())
+        assert lo < share < hi
+        exits = [p for p in r.stalls_per_pc if p.text.lstrip("@!P0123456789 ").startswith("EXIT")]
+        assert sum(p.stalls.get("drain", 0) for p in exits) == pytest.approx(r.stalls["drain"])
+    overhead = 4400  # (h100 kernel_overhead_cycles)
+    assert slow.cycles - overhead > 2 * (fast.cycles - overhead)
+
+
 def test_a_cta_that_takes_a_freed_slot_starts_cta_launch_cycles_later():
     """sm.cta_launch_cycles (H100: 325, validation/h100/micro/cta_turnaround_h100.json): on one SM holding
     one CTA at a time, dgemm_unroll n=256's 4 CTAs run one after another, so the 3 refills add about

@@ -37,7 +37,7 @@ class Warp:
     """A resident warp: its dynamic instruction stream and what it waits for."""
 
     __slots__ = ("gid", "cta", "sp", "age", "pcs", "mem_rows", "regc", "wavef", "glines", "pos", "ready_at", "reason",
-                 "since", "done", "at_barrier", "sb", "reg_ready", "gap_at", "misses", "active")
+                 "since", "done", "at_barrier", "sb", "reg_ready", "gap_at", "misses", "active", "stores_done")
 
     def __init__(self, gid, cta, sp, age, stream, now):
         self.gid, self.cta, self.sp, self.age = gid, cta, sp, age
@@ -53,14 +53,16 @@ class Warp:
         self.gap_at = -1  # sampled mode: stream position where left-out loop iterations are made up
         self.misses = []  # its outstanding loads that missed L1: (return cycle, bytes) (mem/l1.py)
         self.active = False  # two_level_sticky: in its sub-partition's active set
+        self.stores_done = 0.0  # the cycle its global stores so far have left the SM: L2 took them (it drains at EXIT until then)
 
 
 class CTA:
-    __slots__ = ("cid", "warps", "live", "arrived", "launched")
+    __slots__ = ("cid", "warps", "live", "arrived", "launched", "drained")
 
     def __init__(self, cid, launched):
         self.cid, self.warps, self.live, self.arrived = cid, [], 0, 0
         self.launched = launched  # in the kernel's time (see SM.kernel_time)
+        self.drained = 0.0  # the cycle its exited warps' stores have left the SM
 
 
 class SubPartition:
@@ -132,7 +134,7 @@ class SM:
         self.read_ports = cfg.sm.register_file.read_ports is not None
         self.stalls = S.StallTable(len(self.static))
         self.ctas: list[CTA] = []
-        self.cta_residence: list[tuple[float, float]] = []  # (launch, completion) of each finished CTA
+        self.cta_residence: list[tuple[float, float]] = []  # (launch, end) of each finished CTA (`_cta_done`)
         self.warps: list[Warp] = []
         self.age = 0
         self.issued = 0  # warp instructions issued (and any the sampler fast-forwarded over)
@@ -178,7 +180,10 @@ class SM:
         done = self.gpu.cta_retire(now)
         if done > self.last_done:
             self.last_done = done
-        self.cta_residence.append((cta.launched, self.kernel_time(done)))
+        # (sampled mode's residences end here, not at the retirement: the CTAs of its first waves end
+        # together and wait for it in turn, which the steady state does not; `_cycles_per_cta` floors
+        # the extrapolated CTAs at the retirement rate instead)
+        self.cta_residence.append((cta.launched, self.kernel_time(now)))
         self.ctas.remove(cta)
         nxt = self.gpu.next_cta(self)
         if nxt is not None:
@@ -508,7 +513,7 @@ class SM:
             self._arrive(w, now)
             return
         if pos >= len(w.pcs):  # the stream ends: EXIT (a guarded EXIT that retired no lane is not the end)
-            self._exit(w, now)
+            self._exit(w, pc, now)
             return
         # the next instruction: after the stall count (control codes) or in the next cycle, once its
         # operands are there; after a branch, once the branch resolves; later by this instruction's
@@ -559,6 +564,8 @@ class SM:
         else:
             done, accepted = self.l1.store(now, passed, sectors)
             sp.lsu.hold(accepted)
+            if sp.lsu.leaving[-1] > w.stores_done:  # (it drains at EXIT until its stores have left)
+                w.stores_done = sp.lsu.leaving[-1]
         if self.shared_queue:
             self._hold_places(sp, sp.lsu.leaving[-1], self.share_global)
         return done, True, (now if self.read_at_issue else start) + self.lsu_read
@@ -619,7 +626,16 @@ class SM:
                     x.ready_at, x.reason = self._operands_ready(x, nxt, t, now) if self.facts.operand_wait[nxt] \
                         else (t, S.WAIT)
 
-    def _exit(self, w: Warp, now: float) -> None:
+    def _exit(self, w: Warp, pc: int, now: float) -> None:
+        """The warp issued its EXIT (`pc`) at `now`: it leaves the scheduler, and no longer counts at
+        barriers, but drains: its place is held until its global stores have left the SM, L2 having
+        taken their data (their LSU queue places, mem/lsu.py `AccessQueue.hold`) (Nsight's drain: a warp
+        after EXIT waiting for its memory instructions to complete so that its resources can be
+        freed), and its CTA ends with its last warp's drain."""
+        if w.stores_done > now:
+            self.stalls.charge(S.DRAIN, pc, w.stores_done - now)
+            if w.stores_done > w.cta.drained:
+                w.cta.drained = w.stores_done
         w.done = True
         w.sp.dirty = self.changed = True
         w.sp.warps.remove(w)
@@ -628,6 +644,6 @@ class SM:
         cta = w.cta
         cta.live -= 1
         if cta.live == 0:
-            self._cta_done(cta, now)
+            self._cta_done(cta, cta.drained if cta.drained > now else now)
         else:
             self._maybe_release(cta, now)

@@ -35,8 +35,12 @@ where gpusim charges it:
 - no_instruction: instruction fetch / i-cache miss. gpusim: not modelled (always 0).
 - register_bank_conflict: kept for older results; gpusim charges bank conflicts as dispatch_stall
   (always 0 since).
-Reasons Nsight has and gpusim does not charge: drain (stores draining at EXIT), imc_miss (constant
-cache misses), membar, misc, sleeping, tex_throttle.
+- drain: after EXIT, waiting for the warp's memory instructions to complete so that its resources
+  can be freed (stores, mostly). gpusim: a warp that exits with global stores still in its LSU
+  queue (L2 has not taken their data yet) holds its place until the last has left, and its CTA does
+  not end before (`SM._exit`); those cycles are charged here, at the EXIT.
+Reasons Nsight has and gpusim does not charge: imc_miss (constant cache misses), membar, misc,
+sleeping, tex_throttle.
 """
 
 from __future__ import annotations
@@ -55,10 +59,11 @@ REASONS = (
     "branch_resolving",    # waiting for a branch target
     "no_instruction",      # instruction fetch (not modelled: always zero)
     "register_bank_conflict",  # not charged since bank conflicts are dispatch_stall (Nsight's reason)
+    "drain",               # exited, its stores still on their way to L2
 )
 INDEX = {name: i for i, name in enumerate(REASONS)}
 (SELECTED, NOT_SELECTED, WAIT, SHORT_SB, LONG_SB, MATH, MIO, LG, BARRIER, DISPATCH, BRANCH, NO_INSTR,
- REG_BANK) = range(len(REASONS))
+ REG_BANK, DRAIN) = range(len(REASONS))
 
 
 class StallTable:

@@ -59,8 +59,10 @@ WARP = np.dtype([("gid", "i8"), ("cta", "i8"), ("sp", "i8"), ("pos", "i8"), ("en
                  # sampled mode (compiled/loops.py): the sampler's position minus `pos`; where the warp
                  # reaches left-out loop iterations, where a made-up one ends and where it goes on
                  ("shift", "i8"), ("gap_at", "i8"), ("jump_at", "i8"), ("jump_to", "i8"),
-                 ("active", "?")])  # two_level_sticky: in its sub-partition's active set
-CTA = np.dtype([("cid", "i8"), ("live", "i8"), ("arrived", "i8"), ("launched", "f8"), ("used", "?")])
+                 ("active", "?"),  # two_level_sticky: in its sub-partition's active set
+                 ("stores_done", "f8")])  # the cycle its global stores so far have left the SM (`SM._exit`'s drain)
+CTA = np.dtype([("cid", "i8"), ("live", "i8"), ("arrived", "i8"), ("launched", "f8"), ("used", "?"),
+                ("drained", "f8")])  # the cycle its exited warps' stores have left the SM
 SUB_PARTITION = np.dtype([("dispatch_free", "f8"), ("last", "i8"), ("wake", "f8"), ("dirty", "?"), ("nw", "i8"),
                           # `sm.shared_access_queue`: its ring of places (slot_buf: release, share), shares held
                           ("slot_head", "i8"), ("slot_n", "i8"), ("held", "i8")])

@@ -39,7 +39,7 @@ LOOKAHEAD = 8
 # after NEED_TRACE (-1: none); the event heap's length and its next sequence number (see engine.simulate)
 G_NEXT, G_PRIMED, G_STARTED, G_RESUME, G_HEAP_N, G_SEQ = 0, 1, 2, 3, 4, 5
 SELECTED, NOT_SELECTED, WAIT, SHORT_SB, LONG_SB = S.SELECTED, S.NOT_SELECTED, S.WAIT, S.SHORT_SB, S.LONG_SB
-MIO_T, LG_T, BARRIER_R, DISPATCH_R, BRANCH_R = S.MIO, S.LG, S.BARRIER, S.DISPATCH, S.BRANCH
+MIO_T, LG_T, BARRIER_R, DISPATCH_R, BRANCH_R, DRAIN_R = S.MIO, S.LG, S.BARRIER, S.DISPATCH, S.BRANCH, S.DRAIN
 
 
 # ---- CTA residency -------------------------------------------------------------------------------
@@ -75,6 +75,7 @@ def launch(st, sm, cid, now):
     cta.used = True
     smr = st.sm[sm]
     cta.cid, cta.live, cta.arrived, cta.launched = cid, 0, 0, now + smr.extrapolated  # (`SM.kernel_time`)
+    cta.drained = 0.0
     ready = now + c.cta_launch_cycles if now > 0 else now  # (`SM.launch`: refills only)
     wpc = c.warps_per_cta
     for j in range(wpc):
@@ -96,6 +97,7 @@ def launch(st, sm, cid, now):
         wr.done = start == end and not more
         wr.at_barrier = False
         wr.active = False
+        wr.stores_done = 0.0
         wr.age = smr.age
         wr.shift = -start
         wr.jump_at = -1
@@ -138,7 +140,7 @@ def cta_done(st, sm, slot, now):
     cta.used = False
     if st.cfg[0].sampled:
         st.res[sm, smr.n_res, 0] = cta.launched
-        st.res[sm, smr.n_res, 1] = done + smr.extrapolated
+        st.res[sm, smr.n_res, 1] = now + smr.extrapolated  # (its end, not its retirement: `SM._cta_done`)
         smr.n_res += 1
     return done
 
@@ -517,7 +519,7 @@ def execute(st, sm, sp, w, pc, now):
                 raise RuntimeError("compiled engine: a warp ran out of loaded records")
             smr.starved = True
     elif pos >= wr.end and wr.jump_at < 0:  # (made-up iterations lie past every warp's records)
-        exit_warp(st, sm, w, now)
+        exit_warp(st, sm, w, pc, now)
         return True
     t = now + st.stall[pc]
     nxt = st.pcs[pos]
@@ -591,6 +593,9 @@ def access(st, sm, sp, w, kind, pos, pc, now):
             st.row_stored[row] = 1
         if accepted > passed:  # (`AccessQueue.hold`)
             passed = accepted
+        wr = st.w[w]
+        if passed > wr.stores_done:  # (`SM._access`: it drains at EXIT until its stores have left)
+            wr.stores_done = passed
     if c.shared_queue:
         M.hold_places(st, sp, passed, c.share_global)
     return done, True, (now if c.read_at_issue else start) + c.lsu_read
@@ -684,9 +689,15 @@ def prev_pc(st, wr):
 
 
 @njit
-def exit_warp(st, sm, w, now):
-    """`SM._exit`: the warp leaves its sub-partition; the CTA retires with its last warp."""
+def exit_warp(st, sm, w, pc, now):
+    """`SM._exit`: the warp leaves its sub-partition, drains its stores (charged at its EXIT `pc`); the
+    CTA retires with its last warp's drain."""
     wr = st.w[w]
+    cta = st.cta[wr.cta]
+    if wr.stores_done > now:
+        st.stalls[sm, DRAIN_R, pc] += wr.stores_done - now
+        if wr.stores_done > cta.drained:
+            cta.drained = wr.stores_done
     wr.done = True
     sp = wr.sp
     spr = st.sp[sp]
@@ -703,9 +714,8 @@ def exit_warp(st, sm, w, now):
     if spr.last == w:  # (the slot may be reused; a retired last issuer counts as none)
         spr.last = -1
     smr.n_warps -= 1
-    cta = st.cta[wr.cta]
     cta.live -= 1
     if cta.live == 0:
-        launch_next(st, sm, cta_done(st, sm, wr.cta, now))
+        launch_next(st, sm, cta_done(st, sm, wr.cta, cta.drained if cta.drained > now else now))
     else:
         maybe_release(st, sm, wr.cta, now)

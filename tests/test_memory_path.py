@@ -743,3 +743,20 @@ def test_wide_load_extra_cycles_are_checked(h100):
             apply_overrides(h100, {"sm.shared_memory.wide_load_extra_cycles": bad})
     # a config survives JSON as study workers read it (model_validate_json), which writes the widths as text
     assert type(h100).model_validate_json(h100.model_dump_json()) == h100
+
+
+def test_ncu_raw_rows_reads_the_launches_of_a_raw_csv():
+    """run_micro.ncu_raw_rows, which the microbenchmark runners read Nsight's raw CSV with: the rows after
+    the header and its units row, the profiler's own lines before them left out, and with kernel names
+    only those launches (cupy's fill kernels are profiled too)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench/micro"))
+    from run_micro import ncu_raw_rows
+
+    text = ('==PROF== Connected to process 1\n"ID","Kernel Name","gpc__cycles_elapsed.max"\n"","","cycle"\n'
+            '"0","cupy_fill","1,000"\n"1","empty_k","14,415"\n"2","short"\n')
+    assert [r["Kernel Name"] for r in ncu_raw_rows(text)] == ["cupy_fill", "empty_k"]
+    assert ncu_raw_rows(text, ("empty_k",)) == [{"ID": "1", "Kernel Name": "empty_k", "gpc__cycles_elapsed.max": "14,415"}]
+    assert ncu_raw_rows("==ERROR== no GPU") == []

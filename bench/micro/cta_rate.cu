@@ -11,17 +11,7 @@
 // copy1     b[i] = a[i], one float per thread; copy4 the same with one float4 per thread: copies whose
 //           CTAs are short, at several CTA sizes.
 
-__device__ __forceinline__ long long clk() {
-    long long t;
-    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t));
-    return t;
-}
-
-__device__ __forceinline__ unsigned smid() {
-    unsigned s;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-    return s;
-}
+#include "sm_clock.cuh"
 
 extern "C" __global__ void empty_k() {}
 

@@ -21,8 +21,6 @@ Three parts:
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import os
 import shlex
@@ -34,7 +32,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_micro import build_cubin, cupy_missing, run_cmd, run_meta  # noqa: E402
+from run_micro import build_cubin, cupy_missing, ncu_raw_rows, run_cmd, run_meta  # noqa: E402
 
 SRC = os.path.join(HERE, "cta_rate.cu")
 METRICS = ["gpc__cycles_elapsed.max", "gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum"]
@@ -82,13 +80,7 @@ def run_ncu(ncu: str, cubin: str) -> dict:
            sys.executable, os.path.abspath(__file__), "--ncu-child", cubin]
     t = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=500)
-    rows = []
-    start = r.stdout.find('"ID"')
-    if start >= 0:
-        rd = list(csv.reader(io.StringIO(r.stdout[start:])))
-        for row in rd[2:]:  # rd[1]: units; cupy's own kernels (its fills) are left out
-            if len(row) == len(rd[0]) and dict(zip(rd[0], row)).get("Kernel Name") in KERNELS:
-                rows.append(dict(zip(rd[0], row)))
+    rows = ncu_raw_rows(r.stdout, KERNELS)
     want = cases()
     out = []
     for c, row in zip(want, rows):

@@ -10,17 +10,7 @@
 // cta_regs: the same with `regs` live registers of work per thread (an FFMA chain over a register array,
 // so a CTA's warps hold many registers), to see whether a large register footprint costs the launch more.
 
-__device__ __forceinline__ long long clk() {
-    long long t;
-    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t));
-    return t;
-}
-
-__device__ __forceinline__ unsigned smid() {
-    unsigned s;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-    return s;
-}
+#include "sm_clock.cuh"
 
 extern "C" __global__ void cta_spin(long long* out, int spin) {
     const long long t0 = clk();

@@ -12,8 +12,6 @@ per SM). The loaders run until the FFMA warps are done. With --ncu, Nsight's sta
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import os
 import shlex
@@ -24,7 +22,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_micro import build_cubin, cupy_missing, run_meta  # noqa: E402
+from run_micro import build_cubin, cupy_missing, ncu_raw_rows, run_meta  # noqa: E402
 
 SRC = os.path.join(HERE, "dispatch.cu")
 CASES = [  # (ldg warps, fma warps) per sub-partition, stride; the loaders poll (run until the FFMA warps end)
@@ -119,11 +117,7 @@ def run_ncu(cubin: str) -> dict:
     cmd = [ncu, "--csv", "--page", "raw", "--clock-control", "none", "--metrics", ",".join(NCU_METRICS),
            sys.executable, os.path.abspath(__file__), "--ncu-child", cubin]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    start = r.stdout.find('"ID"')
-    rows = []
-    if start >= 0:
-        rd = list(csv.reader(io.StringIO(r.stdout[start:])))
-        rows = [dict(zip(rd[0], row)) for row in rd[2:] if len(row) == len(rd[0])]
+    rows = ncu_raw_rows(r.stdout)
     out = []
     for case, row in zip(CASES, rows):
         out.append({"case": list(case), **{k: float(row[k].replace(",", "")) for k in NCU_METRICS if row.get(k)}})

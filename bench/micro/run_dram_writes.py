@@ -29,8 +29,6 @@ changes clocks or any device setting.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import os
 import shlex
@@ -41,7 +39,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_micro import cupy_missing, run_cmd, run_meta  # noqa: E402
+from run_micro import cupy_missing, ncu_raw_rows, run_cmd, run_meta  # noqa: E402
 from run_memory import NCU_METRICS as FULL_METRICS  # noqa: E402
 
 SRC = os.path.join(HERE, "dram_writes.cu")
@@ -435,14 +433,7 @@ def run_ncu(ncu: str, cubin: str, which: str, metrics: list[str]) -> dict:
            sys.executable, os.path.abspath(__file__), "--ncu-child", cubin, "--which", which]
     t = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=400)
-    rows = []
-    start = r.stdout.find('"ID"')
-    if start >= 0:
-        rd = list(csv.reader(io.StringIO(r.stdout[start:])))
-        for row in rd[2:]:  # rd[1]: units
-            # only our kernels: cupy's own (the fill kernel of cp.ones) are profiled too
-            if len(row) == len(rd[0]) and dict(zip(rd[0], row)).get("Kernel Name") in KERNELS:
-                rows.append(dict(zip(rd[0], row)))
+    rows = ncu_raw_rows(r.stdout, KERNELS)  # (only ours: cupy's fill kernels are profiled too)
     want = SETS[which]()
     out = []
     for c, row in zip(want, rows):

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import csv
-import io
 import json
 import os
 import shlex
@@ -27,7 +25,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_micro import cupy_missing, run_cmd, run_meta  # noqa: E402  (the ALU/latency microbenchmarks beside this file)
+from run_micro import cupy_missing, ncu_raw_rows, run_cmd, run_meta  # noqa: E402  (the ALU/latency microbenchmarks beside this file)
 
 SRC = os.path.join(HERE, "memory.cu")
 U = 16  # accesses per loop iteration (memory.cu)
@@ -1072,15 +1070,7 @@ def m_ncu(cubin: str, ncu: str, only: str = "") -> dict:
            sys.executable, os.path.abspath(__file__), "--ncu-child", cubin] + (["--ncu-only", only] if only else [])
     t = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=420)
-    rows = []
-    text = r.stdout
-    start = text.find('"ID"')
-    if start >= 0:
-        rd = list(csv.reader(io.StringIO(text[start:])))
-        header = rd[0]
-        for row in rd[2:]:  # rd[1]: units
-            if len(row) == len(header):
-                rows.append(dict(zip(header, row)))
+    rows = ncu_raw_rows(r.stdout)
     keep = ["Kernel Name", "Grid Size", "Block Size"] + metrics
     if only == "l2half":
         return {"command": " ".join(map(shlex.quote, cmd)), "seconds": round(time.time() - t, 1),

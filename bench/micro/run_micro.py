@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import collections
+import csv
 import datetime as _dt
+import io
 import json
 import math
 import os
@@ -99,6 +101,18 @@ def run_cmd(cmd: list[str], timeout: float = 120) -> str:
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()[:2000]}")
     return r.stdout
+
+
+def ncu_raw_rows(text: str, kernels=None) -> list[dict]:
+    """The launches in `ncu --csv --page raw` output `text`, from its '"ID"' header on (the row after it
+    holds units): one {column: value} per launch; with `kernels`, only the launches of kernels so named
+    (Nsight profiles cupy's own kernels, its fills, too)."""
+    start = text.find('"ID"')
+    if start < 0:
+        return []
+    rd = list(csv.reader(io.StringIO(text[start:])))
+    rows = [dict(zip(rd[0], row)) for row in rd[2:] if len(row) == len(rd[0])]
+    return rows if kernels is None else [row for row in rows if row.get("Kernel Name") in kernels]
 
 
 SMI_QUERY = ["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem", "--format=csv,noheader"]

@@ -18,8 +18,6 @@ and FP64 pipes' instruction counts. Nothing here changes clocks or any device se
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import os
 import re
@@ -33,7 +31,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from run_memory import Bench as MemoryBench  # noqa: E402  (launches, CuPy module, SM count)
-from run_micro import cupy_missing, find_disasm, parse_sass, run_cmd, run_meta  # noqa: E402
+from run_micro import cupy_missing, find_disasm, ncu_raw_rows, parse_sass, run_cmd, run_meta  # noqa: E402
 
 SRC = os.path.join(HERE, "regbank.cu")
 FMAS_PER_ITER = 64  # per warp per loop iteration, every kernel (regbank.cu)
@@ -145,12 +143,7 @@ def m_ncu(cubin: str, ncu: str, plan: list, metrics: list) -> dict:
            sys.executable, os.path.abspath(__file__), "--ncu-child", cubin, "--plan", json.dumps(plan)]
     t = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=400)
-    rows = []
-    start = r.stdout.find('"ID"')
-    if start >= 0:
-        rd = list(csv.reader(io.StringIO(r.stdout[start:])))
-        header = rd[0]
-        rows = [dict(zip(header, row)) for row in rd[2:] if len(row) == len(header)]
+    rows = ncu_raw_rows(r.stdout)
     keep = ["Kernel Name", "Block Size"] + metrics
     return {"command": " ".join(map(shlex.quote, cmd)), "seconds": round(time.time() - t, 1), "returncode": r.returncode,
             "stderr_tail": r.stderr[-1500:], "launches": plan, "rows": [{k: row.get(k) for k in keep} for row in rows]}

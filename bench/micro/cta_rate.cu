@@ -72,3 +72,17 @@ extern "C" __global__ void stamp(long long* out, int spin) {
     long long t = t0;
     while (t - t0 < spin) t = clk();
 }
+
+// copy1_gs / copy2_gs / copy4_gs: copy1 / copy4 as grid-stride loops over 8 CTAs per SM of 256 threads
+// (4 elements in flight per thread), one float, float2 or float4 per thread and step: the same warp
+// requests (128, 256, 512 bytes) from few CTAs, to tell a rate of CTAs from a rate of requests.
+template <typename T>
+__device__ __forceinline__ void copy_gs(const T* __restrict__ a, T* b, long long n) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+#pragma unroll 4
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += stride) b[i] = a[i];
+}
+
+extern "C" __global__ void copy1_gs(const float* __restrict__ a, float* b, long long n) { copy_gs(a, b, n); }
+extern "C" __global__ void copy2_gs(const float2* __restrict__ a, float2* b, long long n) { copy_gs(a, b, n); }
+extern "C" __global__ void copy4_gs(const float4* __restrict__ a, float4* b, long long n) { copy_gs(a, b, n); }

@@ -11,7 +11,8 @@ Three parts:
 - `ncu`: each case of CASES launched once under Nsight Compute (`--cache-control all`, `--clock-control
   none`): gpc__cycles_elapsed.max, gpu__time_duration.sum, DRAM bytes. Empty CTAs of 32-1024 threads,
   64-4096 per SM; CTAs of 8 warps spinning 0-2,000 cycles, 8 resident per SM, 512 per SM; copies of one float
-  or one float4 per thread over 256 MiB with 64-1024 threads per CTA.
+  or one float4 per thread over 256 MiB with 64-1024 threads per CTA; the same copies of one float, float2
+  or float4 per step as grid-stride loops of 8 CTAs per SM.
 - `events`: the same cases timed with CUDA events, median of 10 launches after 2 (host-paced).
 - `order`: per SM, which CTAs of a grid's first wave it got and how far apart they started (`stamp`).
 - `beside`: 4,096 empty CTAs per SM launched on one stream while `hog` CTAs (one fills an SM) keep 0, 33,
@@ -36,7 +37,7 @@ from run_micro import build_cubin, cupy_missing, ncu_raw_rows, run_cmd, run_meta
 
 SRC = os.path.join(HERE, "cta_rate.cu")
 METRICS = ["gpc__cycles_elapsed.max", "gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum"]
-KERNELS = ("empty_k", "spin_k", "copy1", "copy4")
+KERNELS = ("empty_k", "spin_k", "copy1", "copy4", "copy1_gs", "copy2_gs", "copy4_gs")
 COPY_BYTES = 256 << 20
 SHARED_MAX = 227 * 1024  # the largest dynamic shared memory of one CTA: a hog leaves none to others
 
@@ -47,6 +48,7 @@ def cases() -> list[dict]:
     out += [{"kernel": "empty_k", "block": 128, "per_sm": 512}]
     out += [{"kernel": "spin_k", "block": 256, "per_sm": 512, "spin": s} for s in (0, 250, 500, 1000, 2000)]
     out += [{"kernel": k, "block": b} for k in ("copy1", "copy4") for b in (64, 128, 256, 1024)]
+    out += [{"kernel": k, "block": 256} for k in ("copy1_gs", "copy2_gs", "copy4_gs")]
     return out
 
 
@@ -60,6 +62,9 @@ def launcher(mod, cp, np, sms: int, c: dict, bufs: dict):
         return lambda: f((sms * c["per_sm"],), (c["block"],), (np.int32(c["spin"]), sink))
     a = bufs.setdefault("a", cp.ones(COPY_BYTES // 4, dtype=cp.float32))
     b = bufs.setdefault("b", cp.zeros(COPY_BYTES // 4, dtype=cp.float32))
+    if c["kernel"].endswith("_gs"):  # grid-stride: 8 CTAs per SM, all resident
+        n = COPY_BYTES // {"copy1_gs": 4, "copy2_gs": 8, "copy4_gs": 16}[c["kernel"]]
+        return lambda: f((8 * sms,), (c["block"],), (a, b, np.int64(n)))
     n = COPY_BYTES // (4 if c["kernel"] == "copy1" else 16)
     return lambda: f((n // c["block"],), (c["block"],), (a, b, np.int32(n)))
 

@@ -242,7 +242,7 @@ class GPU:
         kernel may end. The chip retires one CTA per `cta_retire_cycles`, whichever SM it ran on. H100:
         grids of 64 to 4,096 empty CTAs per SM take 1.19 cycles per CTA (the first wave's too), as long
         with 33 or 66 of the 132 SMs held by other CTAs, while a first wave of 8 CTAs per SM starts within
-        ~330 cycles (validation/h100/micro/cta_rate_h100.json, bench/micro/cta_rate.py). Sampled mode's few
+        300-440 cycles (validation/h100/micro/cta_rate_h100.json, bench/micro/cta_rate.py). Sampled mode's few
         SMs get their share of it (`retire_interval` = cycles x busy SMs / simulated SMs)."""
         if self.retire_interval <= 0:
             return exited

@@ -760,3 +760,20 @@ def test_ncu_raw_rows_reads_the_launches_of_a_raw_csv():
     assert [r["Kernel Name"] for r in ncu_raw_rows(text)] == ["cupy_fill", "empty_k"]
     assert ncu_raw_rows(text, ("empty_k",)) == [{"ID": "1", "Kernel Name": "empty_k", "gpc__cycles_elapsed.max": "14,415"}]
     assert ncu_raw_rows("==ERROR== no GPU") == []
+
+
+def test_dram_reads_wait_longer_under_load():
+    """memory.dram.load_wait_cycles (H100: 58, validation/h100/micro/dram_load_h100.json): a read waits
+    c x rho / (1 - rho) cycles beyond the latency, rho the bytes booked in the last whole window over
+    what the window moves at the full rate, at most rho_max; an idle window (or one skipped) adds nothing."""
+    from gpusim.timing.mem.dram import Dram
+
+    d = Dram(bandwidth_bytes_per_cycle=100.0, latency_cycles=700, load_wait=58.0, window=1000.0, rho_max=0.8)
+    assert d.read(10.0, 32, 10.0) == pytest.approx(10.0 + 32 / 100 + 700)  # nothing booked before: no wait
+    d.write(500.0, 50_000 - 32)  # window 0 carries 50,000 bytes: half its 100,000
+    t = d.read(1500.0, 32, 1500.0)
+    assert t == pytest.approx(1500.0 + 32 / 100 + 700 + 58.0 * 0.5 / 0.5)
+    for at in range(2000, 3000, 10):  # window 2 booked past its rate: the wait stops at rho_max
+        d.write(float(at), 10_000)
+    assert d.wait(3500.0) == pytest.approx(58.0 * 0.8 / 0.2)
+    assert d.wait(5500.0) == 0.0  # window 4 follows an empty window 3 (and 3 an unread one)

@@ -277,6 +277,12 @@ class L2Config(_Model):
 class DramConfig(_Model):
     latency_cycles: int = Field(ge=0)
     bandwidth_gb_s: float = Field(gt=0)
+    load_wait_cycles: float = Field(default=0.0, ge=0)
+    """Under load a read that misses L2 waits this x rho / (1 - rho) cycles more, rho the DRAM's use
+    over the last whole `load_window_cycles` (capped at `load_rho_max`; past it the queue itself holds
+    reads back). 0: not modelled (the fixed latency until the queue is full)."""
+    load_window_cycles: float = Field(default=2048.0, gt=0)
+    load_rho_max: float = Field(default=0.8, gt=0, lt=1)
 
 
 class MemoryConfig(_Model):

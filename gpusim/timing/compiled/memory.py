@@ -17,6 +17,8 @@ State (fields of the structured arrays built by `engine.build`):
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -226,10 +228,35 @@ def l2_serve(m, now, nbytes):
 
 @njit
 def dram_serve(m, now, nbytes):
-    """`BandwidthQueue.serve` of the DRAM queue."""
+    """`Dram.serve`: the DRAM queue's `BandwidthQueue.serve`, the bytes counted in the window `now` falls in."""
+    if m.dram_wait_c > 0:
+        dram_tick(m, now)
+        m.dram_cur += nbytes
     start = m.dram_free if m.dram_free > now else now
     m.dram_free = start + nbytes / m.dram_bpc
     return m.dram_free
+
+
+@njit
+def dram_tick(m, now):
+    """`Dram._tick`."""
+    b = math.floor(now / m.dram_window)
+    if b > m.dram_bucket:
+        m.dram_prev = m.dram_cur if b == m.dram_bucket + 1 else 0.0
+        m.dram_cur = 0.0
+        m.dram_bucket = b
+
+
+@njit
+def dram_wait(m, now):
+    """`Dram.wait`: the cycles a read issued at `now` waits beyond the latency under load."""
+    if m.dram_wait_c <= 0:
+        return 0.0
+    dram_tick(m, now)
+    rho = m.dram_prev / (m.dram_window * m.dram_bpc)
+    if rho > m.dram_rho_max:
+        rho = m.dram_rho_max
+    return m.dram_wait_c * rho / (1.0 - rho)
 
 
 @njit
@@ -237,7 +264,7 @@ def dram_read(m, now, nbytes, start):
     """`Dram.read`: the cycle a fill booked at `now`, sent no earlier than `start`, arrives in L2."""
     m.dram_read += nbytes
     t = dram_serve(m, now, nbytes)
-    return (t if t > start else start) + m.dram_latency
+    return (t if t > start else start) + m.dram_latency + dram_wait(m, now)
 
 
 @njit
@@ -319,7 +346,7 @@ def fetch(st, now, sectors, k, start):
                 _reuse(st, m, s, now)
         else:
             extra = _fetched_with(st, s, m.fetch_sectors, sectors, k) if m.fetch_sectors > 1 else 0
-            finish = dram_read(m, now, sb * (1 + extra), start) if to_dram else start + m.dram_latency
+            finish = dram_read(m, now, sb * (1 + extra), start) if to_dram else start + m.dram_latency + dram_wait(m, now)
             _evicted(st, m, L.cache_fill(st.l2, s, finish), now)
             st.l2_counts[2] += extra
             for j in range(extra):  # its block's other sectors come with it

@@ -116,7 +116,8 @@ class MemorySystem:
         reach = l2.dirty_reach_bytes if reach_rule else None
         self.reach_capacity = max(1, int(reach) // sb) if reach else 0
         self.reach: OrderedDict[int, None] = OrderedDict()  # reused sectors (stores, L2 hits), oldest first
-        self.dram = Dram(mem.dram.bandwidth_gb_s * 1e9 / (clock_mhz * 1e6) * share, mem.dram.latency_cycles)
+        self.dram = Dram(mem.dram.bandwidth_gb_s * 1e9 / (clock_mhz * 1e6) * share, mem.dram.latency_cycles,
+                         mem.dram.load_wait_cycles, mem.dram.load_window_cycles, mem.dram.load_rho_max)
         self.l2_latency = l2.latency_cycles
         self.l2_bytes = 0  # bytes read from or written to L2
         self.l2_queue_bytes = 0.0  # the same as the L2 queue weighs them (a written byte costs `write_cost`)
@@ -144,7 +145,7 @@ class MemorySystem:
             else:
                 extra = self._fetched_with(s, sectors) if self.fetch_sectors > 1 else ()
                 n = 1 + len(extra)
-                finish = self.dram.read(now, sb * n, start) if to_dram else start + self.dram.latency
+                finish = self.dram.read(now, sb * n, start) if to_dram else start + self.dram.latency + self.dram.wait(now)
                 self._evicted(self.l2.fill(s, finish), now)
                 self.block_fills += len(extra)
                 for x in extra:  # its block's other sectors come with it

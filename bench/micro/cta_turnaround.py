@@ -14,16 +14,14 @@ the turnaround as `cta_launch_cycles` (the delay before a launched CTA's warps c
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import shutil
 import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_micro import build_cubin, cupy_missing, run_meta  # noqa: E402
+from run_micro import micro_build, micro_parser, run_meta, write_json  # noqa: E402
 
 SRC = os.path.join(HERE, "cta_turnaround.cu")
 # (kernel, threads per CTA, CTAs per SM, spin cycles)
@@ -100,23 +98,16 @@ def measure(cubin: str) -> list:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out")
-    ap.add_argument("--dry-run", action="store_true")
-    ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
+    ap = micro_parser(__doc__)
     args = ap.parse_args()
-    if not args.dry_run and not args.out:
-        ap.error("--out is required unless --dry-run")
-    if not args.dry_run and cupy_missing("cta_turnaround.py"):
+    comp = micro_build(ap, args, "cta_turnaround.py", SRC)
+    if comp is None:
         return 2
-    comp = build_cubin(args.nvcc, SRC)
     if args.dry_run:
         print(json.dumps(comp))
         return 0
     errors: list = []
-    R = {"meta": run_meta(comp, errors), "errors": errors, "cases": measure(comp["cubin"])}
-    with open(args.out, "w") as f:
-        json.dump(R, f, indent=1)
+    write_json(args.out, {"meta": run_meta(comp, errors), "errors": errors, "cases": measure(comp["cubin"])})
     print(f"wrote {args.out}")
     return 0
 

@@ -22,7 +22,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_micro import build_cubin, cupy_missing, ncu_raw_rows, run_meta  # noqa: E402
+from run_micro import build_cubin, cupy_missing, ncu_raw_rows, run_meta, write_json  # noqa: E402
 
 SRC = os.path.join(HERE, "dispatch.cu")
 CASES = [  # (ldg warps, fma warps) per sub-partition, stride; the loaders poll (run until the FFMA warps end)
@@ -154,8 +154,7 @@ def main() -> int:
     R["cases"] = measure(comp["cubin"], fixed, poll=False, last=a.loaders_last) if a.fixed else measure(comp["cubin"])
     if a.ncu and not a.fixed:
         R["ncu"] = run_ncu(comp["cubin"])
-    with open(a.out, "w") as fh:
-        json.dump(R, fh, indent=1)
+    write_json(a.out, R)
     print(f"wrote {a.out}")
     return 0
 

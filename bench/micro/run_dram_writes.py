@@ -39,7 +39,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_micro import cupy_missing, ncu_raw_rows, run_cmd, run_meta  # noqa: E402
+from run_micro import cupy_missing, ncu_raw_rows, run_cmd, run_meta, write_json  # noqa: E402
 from run_memory import NCU_METRICS as FULL_METRICS  # noqa: E402
 
 SRC = os.path.join(HERE, "dram_writes.cu")
@@ -496,12 +496,10 @@ def main() -> int:
         t = time.time()
         R[key] = run_ncu(ncu, comp["cubin"], which, metrics)
         print(f"[{time.time() - t:6.1f} s] {key}: {R[key]['rows_parsed']}/{R[key]['rows_expected']} rows", flush=True)
-        with open(args.out, "w") as f:
-            json.dump(R, f, indent=1)
+        write_json(args.out, R)
     R["meta"]["nvidia_smi_end"] = run_cmd(["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem,temperature.gpu",
                                            "--format=csv,noheader"]).strip()
-    with open(args.out, "w") as f:
-        json.dump(R, f, indent=1)
+    write_json(args.out, R)
     for c in R["ncu"]["cases"]:
         print({k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "A", "ar", "S", "k", "g", "nsec", "swap", "smem", "spin",
                                      "a", "b", "m", "mode", "dram_write_MiB", "dram_read_MiB", "gpu__time_duration.sum",

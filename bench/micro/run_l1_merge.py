@@ -20,7 +20,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_micro import build_cubin, cupy_missing, run_meta  # noqa: E402
+from run_micro import build_cubin, cupy_missing, run_meta, write_json  # noqa: E402
 
 SRC = os.path.join(HERE, "l1_merge.cu")
 ROUNDS = 64
@@ -83,8 +83,7 @@ def main() -> int:
         return 0
     R = {"meta": run_meta(comp, rounds=ROUNDS, gaps=GAPS)}
     R.update(measure(comp["cubin"]))
-    with open(args.out, "w") as fh:
-        json.dump(R, fh, indent=1)
+    write_json(args.out, R)
     print(f"wrote {args.out}")
     return 0
 

@@ -145,6 +145,34 @@ def build_cubin(nvcc: str, src: str) -> dict:
     return {"cubin": cubin, "command": " ".join(map(shlex.quote, cmd))}
 
 
+def micro_parser(doc: str, ncu_child: bool = False) -> argparse.ArgumentParser:
+    """The command line of the one-kernel-file runners (cta_turnaround.py, cta_rate.py, dram_load.py):
+    --out, --dry-run, --nvcc, and with `ncu_child` the hidden --ncu-child CUBIN their Nsight pass runs."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out")
+    ap.add_argument("--dry-run", action="store_true")
+    if ncu_child:
+        ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
+    ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
+    return ap
+
+
+def micro_build(ap: argparse.ArgumentParser, args, script: str, src: str) -> dict | None:
+    """Such a runner's start: --out is required unless --dry-run; a run that would measure without cupy
+    gets None (`cupy_missing` has said so in one line: exit 2); else `build_cubin`'s record for `src`."""
+    if not args.dry_run and not args.out:
+        ap.error("--out is required unless --dry-run")
+    if not args.dry_run and cupy_missing(script):
+        return None
+    return build_cubin(args.nvcc, src)
+
+
+def write_json(path: str, results: dict) -> None:
+    """A runner's results file (indented JSON)."""
+    with open(path, "w") as fh:
+        json.dump(results, fh, indent=1)
+
+
 def compile_cubin(nvcc: str, build_dir: str) -> dict:
     os.makedirs(build_dir, exist_ok=True)
     cubin = os.path.join(build_dir, "micro.cubin")

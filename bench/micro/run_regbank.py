@@ -31,7 +31,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from run_memory import Bench as MemoryBench  # noqa: E402  (launches, CuPy module, SM count)
-from run_micro import cupy_missing, find_disasm, ncu_raw_rows, parse_sass, run_cmd, run_meta  # noqa: E402
+from run_micro import cupy_missing, find_disasm, ncu_raw_rows, parse_sass, run_cmd, run_meta, write_json  # noqa: E402
 
 SRC = os.path.join(HERE, "regbank.cu")
 FMAS_PER_ITER = 64  # per warp per loop iteration, every kernel (regbank.cu)
@@ -208,8 +208,7 @@ def main() -> int:
                 R["errors"].append(f"{name} w{w}: {e!r}")
         plan += [(name, 4), (name, min(32, top))]
         print(name, {w: v["fma_per_sm_cycle"] for w, v in R["rates"][name].items()}, flush=True)
-        with open(args.out, "w") as f:
-            json.dump(R, f, indent=1)
+        write_json(args.out, R)
     if args.sweep:
         R["sweep"] = {}
         for name, w in (("tp_ffma", 32), ("abc_ffma", 32), ("abc_ffma", 4), ("abc_dfma", 32)):
@@ -233,8 +232,7 @@ def main() -> int:
                 R[key] = {"error": repr(e)}
                 R["errors"].append(f"{key}: {e!r}")
             print(key, R[key].get("returncode"), len(R[key].get("rows", [])), flush=True)
-    with open(args.out, "w") as f:
-        json.dump(R, f, indent=1)
+    write_json(args.out, R)
     return 0
 
 

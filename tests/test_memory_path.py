@@ -781,3 +781,19 @@ def test_dram_reads_wait_longer_under_load():
         d.write(float(at), 10_000)
     assert d.wait(3500.0) == pytest.approx(58.0 * 0.8 / 0.2)
     assert d.wait(5500.0) == 0.0  # window 4 follows an empty window 3 (and 3 an unread one)
+
+
+@pytest.mark.parametrize("engine", ["compiled", "objects"])
+def test_store_with_no_lane_on(engine, monkeypatch):
+    """A kernel whose only store is guarded by a predicate that never holds (`@!P1 STG`, every warp
+    running it with no lane on: tests/data/guarded_store.cu) times in detailed mode: its store counts
+    (`store_sector_counts`) used to fail on the empty set with a traceback."""
+    from pathlib import Path
+
+    from gpusim.timing.driver import run_workload
+    from gpusim.timing.gpu import GPU
+
+    monkeypatch.setattr(GPU, "engine", engine)
+    r = run_workload(str(Path(__file__).parent / "data" / "guarded_store.yaml"), "h100", 64, mode="detailed")
+    assert r.cycles > 0 and r.check is not None
+    assert r.memory["dram_write_bytes"] == 0 and r.memory["dram_read_bytes"] >= 256 * 1024

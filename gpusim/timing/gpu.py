@@ -698,6 +698,8 @@ def store_sector_counts(trace, record_kinds, sector_bytes: int = 32, chunk: int 
         r = rec["mem_row"][st[i:i + chunk]]
         lanes = lane_bits(rec["exec_mask"][st[i:i + chunk]])
         sec = (trace.addresses[r] >> shift)[lanes].view(np.int64)
+        if not len(sec):  # stores whose guard held in no lane (`@!P0 STG` that never writes)
+            continue
         warp = np.broadcast_to(warp_of[i:i + chunk, None], lanes.shape)[lanes]
         width = np.broadcast_to(trace.access_bytes[r].astype(np.int64)[:, None], lanes.shape)[lanes]
         order = np.lexsort((sec, warp))

@@ -605,6 +605,7 @@ def test_microbenchmarks_without_a_gpu_say_so_in_one_line(tmp_path):
                          ("cta_turnaround.py", ["--out", str(tmp_path / "t.json")]),
                          ("cta_rate.py", ["--out", str(tmp_path / "r.json")]),
                          ("dram_load.py", ["--out", str(tmp_path / "o.json")]),
+                         ("cta_life.py", ["--out", str(tmp_path / "c.json")]),
                          ("run_dram_writes.py", ["--set", "dmix", "--out", str(tmp_path / "w.json")])):
         p = subprocess.run([sys.executable, str(micro / script), *args], capture_output=True, text=True, timeout=120)
         if script in ("run_micro.py", "run_dram_writes.py") and p.returncode != 0 and "nvcc" in p.stderr:

@@ -51,3 +51,51 @@ extern "C" __global__ void chase_beside(const unsigned long long* __restrict__ p
     if (acc == 1.2345f) out[2] = 1;
     atomicAdd(bytes, loads * 16ull);
 }
+
+// chase_beside_copy: chase_beside with streamers that copy instead (float4s from the first half of `buf` to
+// the second, four at a time, `gap` cycles after each four): what a DRAM load waits beside mixed reads and
+// writes. `bytes` counts the bytes read and written.
+extern "C" __global__ void chase_beside_copy(const unsigned long long* __restrict__ path, int n, long long* out,
+                                             float4* buf, long long nbuf, int gap, int stream,
+                                             volatile int* done, unsigned long long* bytes) {
+    if (blockIdx.x == 0) {
+        if (threadIdx.x == 0) {
+            unsigned long long p = 0;
+            const long long t0 = clk();
+            for (int i = 0; i < n; ++i) p = __ldcg(path + p);
+            const long long t1 = clk();
+            out[0] = (t1 - t0) / n;
+            out[1] = t1 - t0;
+            out[3] = (long long)p;
+            __threadfence();
+            *done = 1;
+        }
+        return;
+    }
+    if (!stream) return;
+    const long long half = nbuf / 2;
+    const long long stride = (long long)(gridDim.x - 1) * blockDim.x;
+    long long i = (long long)(blockIdx.x - 1) * blockDim.x + threadIdx.x;
+    unsigned long long moved = 0;
+    while (!*done) {
+        for (int k = 0; k < 32; k += 4) {
+            float4 x[4];
+            long long at[4];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                at[j] = i;
+                x[j] = __ldcg(buf + i);
+                i += stride;
+                if (i >= half) i -= half;
+            }
+#pragma unroll
+            for (int j = 0; j < 4; ++j) buf[half + at[j]] = x[j];
+            moved += 4;
+            if (gap) {
+                const long long t0 = clk();
+                while (clk() - t0 < gap) { }
+            }
+        }
+    }
+    atomicAdd(bytes, moved * 32ull);
+}

@@ -9,7 +9,8 @@ measures what the H100's loads wait at 0-100% of DRAM's rate.
 
 Per case (`gap`: cycles each streaming thread waits after each four 16-byte loads; None: no streamers):
 cycles per chase load (median of 3 launches) and the streamers' DRAM rate meanwhile (bytes they read /
-the chase's time at the clock nvidia-smi reports).
+the chase's time at the clock nvidia-smi reports). `copy_cases`: the same with streamers that copy
+(`chase_beside_copy`: each float4 read is written back to the buffer's other half; the rate counts both).
 """
 from __future__ import annotations
 
@@ -29,11 +30,11 @@ CHASE = 2048
 GAPS = [None, 32000, 16000, 8000, 4000, 2000, 1000, 500, 0]  # None: no streamers
 
 
-def measure(cubin: str) -> list:
+def measure(cubin: str, kernel: str = "chase_beside") -> list:
     import cupy as cp
     import numpy as np
     mod = cp.RawModule(path=cubin)
-    f = mod.get_function("chase_beside")
+    f = mod.get_function(kernel)
     sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
     clock_hz = cp.cuda.runtime.getDeviceProperties(0)["clockRate"] * 1e3
     nodes = GIB // HOP
@@ -61,7 +62,7 @@ def measure(cubin: str) -> list:
             seconds = float(o[1]) / clock_hz
             reps.append({"cycles_per_load": int(o[0]), "chase_cycles": int(o[1]),
                          "stream_gb_s": round(float(cp.asnumpy(nbytes)[0]) / seconds / 1e9, 1) if gap is not None else 0.0})
-        r = {"gap_cycles": gap, "streaming": gap is not None,
+        r = {"streamers": "copy" if kernel.endswith("copy") else "read", "gap_cycles": gap, "streaming": gap is not None,
              "cycles_per_load_median": statistics.median(x["cycles_per_load"] for x in reps),
              "stream_gb_s_median": statistics.median(x["stream_gb_s"] for x in reps), "reps": reps}
         print(json.dumps({k: v for k, v in r.items() if k != "reps"}), flush=True)
@@ -80,7 +81,8 @@ def main() -> int:
         return 0
     errors: list = []
     write_json(args.out, {"meta": run_meta(comp, errors), "errors": errors, "hop_bytes": HOP, "chase_loads": CHASE,
-                          "streaming_ctas": "8 per SM of 256 threads (CTA 0 chases)", "cases": measure(comp["cubin"])})
+                          "streaming_ctas": "8 per SM of 256 threads (CTA 0 chases)", "cases": measure(comp["cubin"]),
+                          "copy_cases": measure(comp["cubin"], "chase_beside_copy")})
     print(f"wrote {args.out}")
     return 0
 

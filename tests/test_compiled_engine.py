@@ -39,6 +39,11 @@ CASES = {
     "hopper-cta-refills": ("dgemm_unroll", "h100", 256, {"sm_count": 1}, {}),  # 4 CTAs one after another: sm.cta_launch_cycles
     # 64 CTAs on 4 SMs of 8 slots, the chip retiring one per 300 cycles: refills wait for it, the kernel's end too
     "hopper-cta-retire": ("copy_float4", "h100", 64, {"sm_count": 4, "cta_retire_cycles": 300.0}, {}),
+    # reads waiting behind write-backs (memory.dram.write_wait_cycles) made large: a tiny L2 writes back every store,
+    # 4 SMs take 256 CTAs in 8 waves (a wave's reads wait behind the last one's write-backs)
+    "hopper-write-wait": ("copy_float4", "h100", 128, {"sm_count": 4, "memory.l2.effective_size_bytes": 65536,
+                                                       "memory.l2.dirty_limit_bytes": 16384,
+                                                       "memory.dram.write_wait_cycles": 5000.0}, {}),
     "hopper-unified-stage": ("naiveMatMatMul", "h100", 64, {"memory.l1.unified_data_stage": True}, {}),  # LDS and 32-line LDGs on one stage
     "hopper-separate-stages": ("naiveMatMatMul", "h100", 64, {}, {}),
     "maxwell-dgemm": ("dgemm_unroll_db_128b_prefsmem", "gtx970", 128, {}, {}),

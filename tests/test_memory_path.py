@@ -784,6 +784,26 @@ def test_dram_reads_wait_longer_under_load():
     assert d.wait(5500.0) == 0.0  # window 4 follows an empty window 3 (and 3 an unread one)
 
 
+def test_dram_reads_wait_behind_writes():
+    """memory.dram.write_wait_cycles (GH100: 800, measured on an H200: validation/h100/micro/dram_load_h200.json
+    copy_cases): a read also waits c_w x w cycles, w the share of the last whole window's rate that
+    write-backs took (at most rho_max), on top of the load term, which counts reads and writes alike."""
+    from gpusim.timing.mem.dram import Dram
+
+    d = Dram(bandwidth_bytes_per_cycle=100.0, latency_cycles=700, load_wait=58.0, window=1000.0, rho_max=0.8,
+             write_wait=800.0)
+    d.write(100.0, 30_000)  # window 0: 30% of its rate in write-backs,
+    d.read(200.0, 20_000, 200.0)  # and 20% in reads
+    assert d.wait(1500.0) == pytest.approx(58.0 * 0.5 / 0.5 + 800.0 * 0.3)
+    for at in range(2000, 3000, 10):  # window 2: write-backs past the rate: the write term stops at rho_max too
+        d.write(float(at), 10_000)
+    assert d.wait(3500.0) == pytest.approx(58.0 * 0.8 / 0.2 + 800.0 * 0.8)
+    assert d.wait(5500.0) == 0.0  # after an empty window
+    reads_only = Dram(bandwidth_bytes_per_cycle=100.0, latency_cycles=700, write_wait=800.0)
+    reads_only.read(100.0, 50_000, 100.0)
+    assert reads_only.wait(2100.0) == 0.0  # no write-backs, no load term: reads alone wait nothing more
+
+
 @pytest.mark.parametrize("engine", ["compiled", "objects"])
 def test_store_with_no_lane_on(engine, monkeypatch):
     """A kernel whose only store is guarded by a predicate that never holds (`@!P1 STG`, every warp

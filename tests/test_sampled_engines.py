@@ -37,6 +37,10 @@ CASES = {
     "hopper-moved-at-barrier": ("naiveMatMatMul", "h100", 512, {"memory.l2.initial": "warm"}, sampling.KEEP_HEAD),
     "hopper-stores-dirty-limit": ("copy_float4", "h100", 512, {"memory.l2.dirty_limit_bytes": 65536}, sampling.KEEP_HEAD),
     "hopper-cta-retire": ("copy_float4", "h100", 512, {"cta_retire_cycles": 40.0}, sampling.KEEP_HEAD),
+    # reads waiting behind write-backs made large (a tiny L2 writes back every store); 8 waves of a loop-less kernel
+    "hopper-write-wait": ("copy_float4", "h100", 512, {"memory.l2.effective_size_bytes": 65536,
+                                                       "memory.l2.dirty_limit_bytes": 16384,
+                                                       "memory.dram.write_wait_cycles": 5000.0}, sampling.KEEP_HEAD),
     "maxwell-head-too-short": ("sgemm_maxas_64", "gtx970", 256, {}, 3),
 }
 

@@ -283,6 +283,9 @@ class DramConfig(_Model):
     reads back). 0: not modelled (the fixed latency until the queue is full)."""
     load_window_cycles: float = Field(default=2048.0, gt=0)
     load_rho_max: float = Field(default=0.8, gt=0, lt=1)
+    write_wait_cycles: float = Field(default=0.0, ge=0)
+    """A read that misses L2 also waits this x w cycles, w the share of the last whole window's DRAM rate
+    that write-backs took (capped at `load_rho_max`): reads wait behind DRAM's writes. 0: not modelled."""
 
 
 class MemoryConfig(_Model):

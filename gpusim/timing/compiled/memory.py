@@ -229,7 +229,7 @@ def l2_serve(m, now, nbytes):
 @njit
 def dram_serve(m, now, nbytes):
     """`Dram.serve`: the DRAM queue's `BandwidthQueue.serve`, the bytes counted in the window `now` falls in."""
-    if m.dram_wait_c > 0:
+    if m.dram_wait_c > 0 or m.dram_wwait_c > 0:
         dram_tick(m, now)
         m.dram_cur += nbytes
     start = m.dram_free if m.dram_free > now else now
@@ -243,20 +243,26 @@ def dram_tick(m, now):
     b = math.floor(now / m.dram_window)
     if b > m.dram_bucket:
         m.dram_prev = m.dram_cur if b == m.dram_bucket + 1 else 0.0
+        m.dram_prev_w = m.dram_cur_w if b == m.dram_bucket + 1 else 0.0
         m.dram_cur = 0.0
+        m.dram_cur_w = 0.0
         m.dram_bucket = b
 
 
 @njit
 def dram_wait(m, now):
     """`Dram.wait`: the cycles a read issued at `now` waits beyond the latency under load."""
-    if m.dram_wait_c <= 0:
+    if m.dram_wait_c <= 0 and m.dram_wwait_c <= 0:
         return 0.0
     dram_tick(m, now)
-    rho = m.dram_prev / (m.dram_window * m.dram_bpc)
+    full = m.dram_window * m.dram_bpc
+    rho = m.dram_prev / full
     if rho > m.dram_rho_max:
         rho = m.dram_rho_max
-    return m.dram_wait_c * rho / (1.0 - rho)
+    w = m.dram_prev_w / full
+    if w > m.dram_rho_max:
+        w = m.dram_rho_max
+    return m.dram_wait_c * rho / (1.0 - rho) + m.dram_wwait_c * w
 
 
 @njit
@@ -271,6 +277,9 @@ def dram_read(m, now, nbytes, start):
 def dram_write(m, now, nbytes):
     """`Dram.write`: a write-back takes bandwidth; nothing waits for it."""
     m.dram_write += nbytes
+    if m.dram_wwait_c > 0:
+        dram_tick(m, now)
+        m.dram_cur_w += nbytes
     dram_serve(m, now, nbytes)
 
 

@@ -27,13 +27,14 @@ class Dram:
     A read arrives after the latency, later under load (`wait`)."""
 
     def __init__(self, bandwidth_bytes_per_cycle: float, latency_cycles: float, load_wait: float = 0.0,
-                 window: float = 2048.0, rho_max: float = 0.8):
+                 window: float = 2048.0, rho_max: float = 0.8, write_wait: float = 0.0):
         self.queue = BandwidthQueue(bandwidth_bytes_per_cycle)
         self.latency = latency_cycles
         self.read_bytes = 0
         self.write_bytes = 0
-        self.load_wait, self.window, self.rho_max = load_wait, window, rho_max
+        self.load_wait, self.window, self.rho_max, self.write_wait = load_wait, window, rho_max, write_wait
         self.bucket, self.current, self.previous = 0.0, 0.0, 0.0  # bytes booked in this window and the last
+        self.current_w, self.previous_w = 0.0, 0.0  # the same, write-backs only
 
     def read(self, now: float, nbytes: int, start: float) -> float:
         """Cycle at which a fill booked at `now`, sent no earlier than `start`, arrives in L2."""
@@ -44,11 +45,14 @@ class Dram:
     def write(self, now: float, nbytes: int) -> None:
         """A write-back: it takes bandwidth; nothing waits for it."""
         self.write_bytes += nbytes
+        if self.write_wait > 0:
+            self._tick(now)
+            self.current_w += nbytes
         self.serve(now, nbytes)
 
     def serve(self, now: float, nbytes: float) -> float:
         """The queue's `serve`, the bytes counted in the window `now` falls in."""
-        if self.load_wait > 0:
+        if self.load_wait > 0 or self.write_wait > 0:
             self._tick(now)
             self.current += nbytes
         return self.queue.serve(now, nbytes)
@@ -58,18 +62,27 @@ class Dram:
         rho), rho the bytes booked in the last whole window over what the window moves at the full rate
         (at most rho_max; past it the queue itself holds reads back). H100: a pointer chase's loads come
         back after 698 cycles on an idle DRAM, 732 / 741 / 885 at 24 / 41 / 77% of its rate beside streams
-        (validation/h100/micro/dram_load_h100.json): 58 x rho / (1 - rho) gives +18 / +40 / +194."""
-        if self.load_wait <= 0:
+        (validation/h100/micro/dram_load_h100.json): 58 x rho / (1 - rho) gives +18 / +40 / +194.
+        Plus write_wait x w, w the share of the window's rate that write-backs took (at most rho_max): a
+        read waits behind DRAM's writes. H200 (the same GH100 with HBM3e): beside streams that copy, at 32
+        / 56% of the read rate in all, the chase's loads take 844 / 1002 cycles, where reads alone at 28 /
+        50% give 713 / 761 (validation/h100/micro/dram_load_h200.json): 800 x w adds the difference."""
+        if self.load_wait <= 0 and self.write_wait <= 0:
             return 0.0
         self._tick(now)
-        rho = self.previous / (self.window * self.queue.bytes_per_cycle)
+        full = self.window * self.queue.bytes_per_cycle
+        rho = self.previous / full
         if rho > self.rho_max:
             rho = self.rho_max
-        return self.load_wait * rho / (1.0 - rho)
+        w = self.previous_w / full
+        if w > self.rho_max:
+            w = self.rho_max
+        return self.load_wait * rho / (1.0 - rho) + self.write_wait * w
 
     def _tick(self, now: float) -> None:
         b = math.floor(now / self.window)
         if b > self.bucket:
             self.previous = self.current if b == self.bucket + 1 else 0.0
-            self.current = 0.0
+            self.previous_w = self.current_w if b == self.bucket + 1 else 0.0
+            self.current = self.current_w = 0.0
             self.bucket = b

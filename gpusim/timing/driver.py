@@ -260,12 +260,27 @@ MAX_SAMPLED_SMS = 4
 MULTI_SM_BUDGET = 1 << 20
 
 
+# waves per SM sampled mode simulates of a kernel without loops (a copy, a transpose, an elementwise
+# kernel): its CTAs are short and cheap to emulate, and the first wave, which starts at once on an idle
+# DRAM, says little about the steady state the further CTAs are extrapolated from (`GPU._cycles_per_cta`
+# leaves it out when later CTAs ran with the SM full). A speed limit, not fitted.
+STRAIGHT_WAVES = 8
+
+
+def straight_line(program) -> bool:
+    """Whether the kernel has no loop: no branch back to an earlier instruction (the branch to itself
+    that follows EXIT is not one)."""
+    return not any(ins.opcode == "BRA" and ins.srcs and ins.srcs[-1].kind == "label"
+                   and ins.srcs[-1].value < ins.address for ins in program.instructions)
+
+
 def sampled_ctas(wl, size: int, cfg) -> list[int]:
     """The CTAs sampled mode simulates. The dispatcher fills SMs round robin, then each SM takes the
     next CTA as one finishes; with symmetric SMs, SM j runs CTAs j, j + S, j + 2S, ... (S = SM
     count). Per SM, all of them if they are at most three waves (3 x `ctas_per_sm`: an SM's last,
     partial wave runs with fewer CTAs, which the steady CTA throughput does not know), else the
-    first two waves; for SMs 0 .. G - 1, G as many as the budget above allows."""
+    first two waves, or `STRAIGHT_WAVES` of a kernel without loops; for SMs 0 .. G - 1, G as many as
+    the budget above allows."""
     from gpusim.timing.occupancy import occupancy
     from gpusim.toolchain.listings import load_program
 
@@ -276,6 +291,8 @@ def sampled_ctas(wl, size: int, cfg) -> list[int]:
     total = grid[0] * grid[1] * grid[2]
     k = max(1, occ.ctas_per_sm)
     per_sm = len(range(0, total, cfg.sm_count))
-    traced = per_sm if per_sm <= 3 * k else 2 * k
-    sms = max(1, min(MAX_SAMPLED_SMS, cfg.sm_count, total, MULTI_SM_BUDGET // (traced * threads * size)))
+    straight = straight_line(program)
+    traced = per_sm if per_sm <= 3 * k else min(per_sm, (STRAIGHT_WAVES if straight else 2) * k)
+    work = traced * threads * (1 if straight else size)  # (a kernel without loops: no K to stand in for)
+    sms = max(1, min(MAX_SAMPLED_SMS, cfg.sm_count, total, MULTI_SM_BUDGET // work))
     return sorted(c for j in range(sms) for c in range(j, total, cfg.sm_count)[:traced])

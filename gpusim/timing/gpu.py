@@ -502,9 +502,14 @@ class GPU:
         """Sampled mode: cycles per CTA of an SM kept full with `k` CTAs (Little's law: k CTAs
         resident, each for the mean residence time, complete at k / residence per cycle). The
         residence is measured on the CTAs that ran only while the SM was full (finished by the
-        last launch): the CTAs that run as the SM drains share it with fewer and finish faster."""
+        last launch): the CTAs that run as the SM drains share it with fewer and finish faster; and,
+        where k of them or more were launched after the first wave, on those alone: the first wave
+        starts at once, on idle L2 and DRAM queues and with no DRAM load behind it (`Dram.wait`)."""
         last_launch = max(launched for launched, _ in sm.cta_residence)
         full = [done - launched for launched, done in sm.cta_residence if done <= last_launch]
+        later = [done - launched for launched, done in sm.cta_residence if 0 < launched and done <= last_launch]
+        if len(later) >= k:  # the first wave started at once on idle queues: the later CTAs tell the steady state
+            full = later
         if not full:  # a single wave: the whole SM's time per wave
             full = [max(done for _, done in sm.cta_residence)]
         return float(np.mean(full)) / k

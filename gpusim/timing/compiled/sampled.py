@@ -216,6 +216,7 @@ def run_sampled(gpu, occ, ctas, memory, n_sms: int):
     counters = memory_counters(int(st.l2_counts[0]), int(st.l2_counts[1]), int(mem["l2_bytes"]), int(mem["dram_read"]),
                                int(mem["dram_write"]), int(st.l2_counts[2]))
     out = SimpleNamespace(counters=lambda: counters, sector_bytes=memory.sector_bytes, stored=stored,
+                          dirty_capacity=memory.dirty_capacity,
                           l2_queue_bytes=float(mem["l2_queue_bytes"]), l2_queue=memory.l2_queue,
                           dram=SimpleNamespace(read_bytes=int(mem["dram_read"]), write_bytes=int(mem["dram_write"]),
                                                queue=memory.dram.queue))

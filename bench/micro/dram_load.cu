@@ -8,21 +8,27 @@
 // load, the chase's cycles, and the bytes the streamers read meanwhile.
 #include "sm_clock.cuh"
 
+// CTA 0's part: lane 0 walks the path, timing the walk, then sets `done` for the streamers
+__device__ __forceinline__ void chase(const unsigned long long* __restrict__ path, int n, long long* out,
+                                      volatile int* done) {
+    if (threadIdx.x == 0) {
+        unsigned long long p = 0;
+        const long long t0 = clk();
+        for (int i = 0; i < n; ++i) p = __ldcg(path + p);
+        const long long t1 = clk();
+        out[0] = (t1 - t0) / n;
+        out[1] = t1 - t0;
+        out[3] = (long long)p;  // (keeps the chase)
+        __threadfence();
+        *done = 1;
+    }
+}
+
 extern "C" __global__ void chase_beside(const unsigned long long* __restrict__ path, int n, long long* out,
                                         const float4* __restrict__ buf, long long nbuf, int gap, int stream,
                                         volatile int* done, unsigned long long* bytes) {
     if (blockIdx.x == 0) {
-        if (threadIdx.x == 0) {
-            unsigned long long p = 0;
-            const long long t0 = clk();
-            for (int i = 0; i < n; ++i) p = __ldcg(path + p);
-            const long long t1 = clk();
-            out[0] = (t1 - t0) / n;
-            out[1] = t1 - t0;
-            out[3] = (long long)p;  // (keeps the chase)
-            __threadfence();
-            *done = 1;
-        }
+        chase(path, n, out, done);
         return;
     }
     if (!stream) return;
@@ -59,17 +65,7 @@ extern "C" __global__ void chase_beside_copy(const unsigned long long* __restric
                                              float4* buf, long long nbuf, int gap, int stream,
                                              volatile int* done, unsigned long long* bytes) {
     if (blockIdx.x == 0) {
-        if (threadIdx.x == 0) {
-            unsigned long long p = 0;
-            const long long t0 = clk();
-            for (int i = 0; i < n; ++i) p = __ldcg(path + p);
-            const long long t1 = clk();
-            out[0] = (t1 - t0) / n;
-            out[1] = t1 - t0;
-            out[3] = (long long)p;
-            __threadfence();
-            *done = 1;
-        }
+        chase(path, n, out, done);
         return;
     }
     if (!stream) return;

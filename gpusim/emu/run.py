@@ -123,8 +123,9 @@ def check(workload, emu, inputs, n: int, ctas: list[int] | None = None) -> dict:
     written = stored_words(emu, ctas)
     # words an atomic wrote hold the emulated CTAs' part only (a counter, a sum over CTAs): left out
     # (a kernel counting its CTAs with atomicAdd came out "wrong" in sampled mode)
-    atomic = stored_words(emu, None, ATOMIC_OPCODES)
-    written = {k: v & ~atomic[k] for k, v in written.items()}
+    if any(ins.opcode in ATOMIC_OPCODES for ins in emu.program.instructions):
+        atomic = stored_words(emu, None, ATOMIC_OPCODES)
+        written = {k: v & ~atomic[k] for k, v in written.items()}
     refs = _deferred_references(workload, inputs, n)
     report = {}
     for arg in workload.args:

@@ -270,8 +270,10 @@ STRAIGHT_WAVES = 8
 def straight_line(program) -> bool:
     """Whether the kernel has no loop: no branch back to an earlier instruction (the branch to itself
     that follows EXIT is not one)."""
-    return not any(ins.opcode == "BRA" and ins.srcs and ins.srcs[-1].kind == "label"
-                   and ins.srcs[-1].value < ins.address for ins in program.instructions)
+    from gpusim.trace.elide import backward_branches
+
+    return all(program.instructions[i].srcs[-1].value == program.instructions[i].address
+               for i in backward_branches(program))
 
 
 def sampled_ctas(wl, size: int, cfg) -> list[int]:

@@ -440,7 +440,8 @@ class GPU:
         # fast-forwarded iterations store nothing) are the trace's stored sectors the simulated SMs did
         # not store: each pushes a dirty sector out once the simulated SMs' dirty room (`room`) is full
         # (copy1_gs h100, 256 MiB: 106 MiB written back without them, 235 with them, 236 measured)
-        missing = max(0, self._distinct_sectors(GSTORE) * self.cfg.memory.l1.sector_bytes - stored) if stored else 0
+        missing = max(0, self._distinct_sectors(GSTORE) * self.cfg.memory.l1.sector_bytes - stored) \
+            if stored and simulated < issued else 0
         if missing and room is not None:
             written += missing if written > 0 else max(0, stored + missing - room)
             stored += missing

@@ -29,12 +29,18 @@ class TraceTooShort(GpusimError):
     """The timing model reached main-loop iterations the trace left out."""
 
 
+def backward_branches(program) -> list[int]:
+    """Instruction indices of the branches to an instruction at or before their own (loop back edges,
+    and the branch to itself that follows EXIT)."""
+    return [i for i, ins in enumerate(program.instructions)
+            if ins.opcode == "BRA" and ins.srcs and ins.srcs[-1].kind == "label"
+            and ins.srcs[-1].value <= ins.address]
+
+
 def main_loop_branch(program, pc_counts: np.ndarray) -> int | None:
     """The most executed backward branch (the main loop's back edge), if it ran at least 4 times.
     `pc_counts`: executions per instruction index (at least len(program) entries)."""
-    back = [i for i, ins in enumerate(program.instructions)
-            if ins.opcode == "BRA" and ins.srcs and ins.srcs[-1].kind == "label"
-            and ins.srcs[-1].value <= ins.address]
+    back = backward_branches(program)
     if not back:
         return None
     best = max(back, key=lambda i: pc_counts[i])

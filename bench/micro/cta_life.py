@@ -28,7 +28,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_micro import micro_build, micro_parser, run_meta, write_json  # noqa: E402
+from run_micro import micro_main  # noqa: E402
 
 SRC = os.path.join(HERE, "cta_life.cu")
 COPY_BYTES = 256 << 20
@@ -124,19 +124,9 @@ def measure(cubin: str) -> list:
 
 
 def main() -> int:
-    ap = micro_parser(__doc__)
-    args = ap.parse_args()
-    comp = micro_build(ap, args, "cta_life.py", SRC)
-    if comp is None:
-        return 2
-    if args.dry_run:
-        print(json.dumps({**comp, "cases": [f"{k} {b}" for k, b in CASES]}))
-        return 0
-    errors: list = []
-    write_json(args.out, {"meta": run_meta(comp, errors), "errors": errors, "copy_bytes": COPY_BYTES,
-                          "record_every": 1 << SHIFT, "cases": measure(comp["cubin"])})
-    print(f"wrote {args.out}")
-    return 0
+    return micro_main(__doc__, "cta_life.py", SRC, lambda cubin: {
+        "copy_bytes": COPY_BYTES, "record_every": 1 << SHIFT, "cases": measure(cubin)},
+        [f"{k} {b}" for k, b in CASES])
 
 
 if __name__ == "__main__":

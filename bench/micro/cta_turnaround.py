@@ -21,7 +21,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_micro import micro_build, micro_parser, run_meta, write_json  # noqa: E402
+from run_micro import micro_main  # noqa: E402
 
 SRC = os.path.join(HERE, "cta_turnaround.cu")
 # (kernel, threads per CTA, CTAs per SM, spin cycles)
@@ -98,18 +98,7 @@ def measure(cubin: str) -> list:
 
 
 def main() -> int:
-    ap = micro_parser(__doc__)
-    args = ap.parse_args()
-    comp = micro_build(ap, args, "cta_turnaround.py", SRC)
-    if comp is None:
-        return 2
-    if args.dry_run:
-        print(json.dumps(comp))
-        return 0
-    errors: list = []
-    write_json(args.out, {"meta": run_meta(comp, errors), "errors": errors, "cases": measure(comp["cubin"])})
-    print(f"wrote {args.out}")
-    return 0
+    return micro_main(__doc__, "cta_turnaround.py", SRC, lambda cubin: {"cases": measure(cubin)})
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_micro import micro_build, micro_parser, run_meta, write_json  # noqa: E402
+from run_micro import micro_main  # noqa: E402
 
 SRC = os.path.join(HERE, "dram_load.cu")
 GIB = 1 << 30
@@ -71,20 +71,9 @@ def measure(cubin: str, kernel: str = "chase_beside") -> list:
 
 
 def main() -> int:
-    ap = micro_parser(__doc__)
-    args = ap.parse_args()
-    comp = micro_build(ap, args, "dram_load.py", SRC)
-    if comp is None:
-        return 2
-    if args.dry_run:
-        print(json.dumps({**comp, "cases": len(GAPS)}))
-        return 0
-    errors: list = []
-    write_json(args.out, {"meta": run_meta(comp, errors), "errors": errors, "hop_bytes": HOP, "chase_loads": CHASE,
-                          "streaming_ctas": "8 per SM of 256 threads (CTA 0 chases)", "cases": measure(comp["cubin"]),
-                          "copy_cases": measure(comp["cubin"], "chase_beside_copy")})
-    print(f"wrote {args.out}")
-    return 0
+    return micro_main(__doc__, "dram_load.py", SRC, lambda cubin: {
+        "hop_bytes": HOP, "chase_loads": CHASE, "streaming_ctas": "8 per SM of 256 threads (CTA 0 chases)",
+        "cases": measure(cubin), "copy_cases": measure(cubin, "chase_beside_copy")}, len(GAPS))
 
 
 if __name__ == "__main__":

@@ -167,6 +167,25 @@ def micro_build(ap: argparse.ArgumentParser, args, script: str, src: str) -> dic
     return build_cubin(args.nvcc, src)
 
 
+def micro_main(doc: str, script: str, src: str, measure, cases=None) -> int:
+    """The whole `main()` of a one-kernel-file runner that measures in-process (cta_turnaround.py,
+    dram_load.py, cta_life.py): `micro_build`; with --dry-run print the build record (with `cases`, if
+    given); else write {"meta", "errors", **measure(cubin)} to --out."""
+    ap = micro_parser(doc)
+    args = ap.parse_args()
+    comp = micro_build(ap, args, script, src)
+    if comp is None:
+        return 2
+    if args.dry_run:
+        print(json.dumps(comp if cases is None else {**comp, "cases": cases}))
+        return 0
+    errors: list = []
+    meta = run_meta(comp, errors)
+    write_json(args.out, {"meta": meta, "errors": errors, **measure(comp["cubin"])})
+    print(f"wrote {args.out}")
+    return 0
+
+
 def write_json(path: str, results: dict) -> None:
     """A runner's results file (indented JSON)."""
     with open(path, "w") as fh:

@@ -14,7 +14,7 @@ from gpusim.errors import SpecError
 
 REPO = Path(__file__).resolve().parents[1]
 GPU_DIR = REPO / "configs" / "gpus"
-CARDS = ["gtx780", "gtx970", "gtx980", "h100", "k20x", "k40", "k80", "m2090", "titanx"]
+CARDS = ["gtx780", "gtx970", "gtx980", "h100", "h200", "k20x", "k40", "k80", "m2090", "titanx"]
 
 
 def _flatten(d, prefix=""):
@@ -56,6 +56,15 @@ def test_card_loads(card):
     assert set(cfg.sm.units) == set(UNIT_CLASSES)
 
 
+def test_h200_is_the_h100_sm_with_its_own_memory():
+    """The H200 card keeps the H100's SM and changes only what its measurements say differs."""
+    h100, h200 = load_gpu("h100"), load_gpu("h200")
+    assert h200.sm == h100.sm and h200.clock_mhz == h100.clock_mhz and h200.sm_count == h100.sm_count
+    assert h200.memory.l2.size_bytes == 62914560  # Nsight's device__attribute_l2_cache_size on the H200
+    assert h200.memory.dram.bandwidth_gb_s > 1.4 * h100.memory.dram.bandwidth_gb_s
+    assert h200.memory.dram.latency_cycles == h100.memory.dram.latency_cycles
+
+
 def test_load_by_path_equals_load_by_id():
     assert load_gpu(str(GPU_DIR / "k40.yaml")) == load_gpu("k40")
 
@@ -63,7 +72,7 @@ def test_load_by_path_equals_load_by_id():
 def test_arch_and_proxy_note():
     assert {c: load_gpu(c).arch for c in CARDS} == {
         "k20x": "sm_35", "k40": "sm_35", "gtx780": "sm_35", "k80": "sm_35", "m2090": "sm_35",
-        "gtx970": "sm_52", "gtx980": "sm_52", "titanx": "sm_52", "h100": "sm_90"}
+        "gtx970": "sm_52", "gtx980": "sm_52", "titanx": "sm_52", "h100": "sm_90", "h200": "sm_90"}
     assert "proxy" in load_gpu("m2090").trace_arch_note.lower()
 
 

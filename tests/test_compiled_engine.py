@@ -44,6 +44,10 @@ CASES = {
     "hopper-write-wait": ("copy_float4", "h100", 128, {"sm_count": 4, "memory.l2.effective_size_bytes": 65536,
                                                        "memory.l2.dirty_limit_bytes": 16384,
                                                        "memory.dram.write_wait_cycles": 5000.0}, {}),
+    # the same with all of the write wait drawn per line (memory.dram.write_wait_spread; GH100 0.5)
+    "hopper-write-spread": ("copy_float4", "h100", 128, {"sm_count": 4, "memory.l2.effective_size_bytes": 65536,
+                                                         "memory.l2.dirty_limit_bytes": 16384, "memory.dram.write_wait_cycles": 5000.0,
+                                                         "memory.dram.write_wait_spread": 1.0}, {}),
     "hopper-unified-stage": ("naiveMatMatMul", "h100", 64, {"memory.l1.unified_data_stage": True}, {}),  # LDS and 32-line LDGs on one stage
     "hopper-separate-stages": ("naiveMatMatMul", "h100", 64, {}, {}),
     "maxwell-dgemm": ("dgemm_unroll_db_128b_prefsmem", "gtx970", 128, {}, {}),

@@ -198,13 +198,15 @@ def test_unknown_card():
     ("tag.yaml", "extends: h100\ncard: tag\nmemory:\n  l1:\n    tag_lines_per_cycle: 0\n",
      "memory.l1.tag_lines_per_cycle"),
     ("cta.yaml", "extends: h100\ncard: cta\nsm:\n  cta_launch_cycles: -1\n", "sm.cta_launch_cycles"),
+    ("spread.yaml", "extends: h100\ncard: spread\nmemory:\n  dram:\n    write_wait_spread: 1.5\n",
+     "memory.dram.write_wait_spread"),
     ("sq.yaml", "extends: h100\ncard: sq\nsm:\n  shared_access_queue: sometimes\n", "sm.shared_access_queue"),
     ("retire.yaml", "extends: h100\ncard: retire\ncta_retire_cycles: -1.19\n", "cta_retire_cycles"),
     ("rho.yaml", "extends: h100\ncard: rho\nmemory:\n  dram:\n    load_rho_max: 1.0\n", "memory.dram.load_rho_max"),
     ("ww.yaml", "extends: h100\ncard: ww\nmemory:\n  dram:\n    write_wait_cycles: -800\n",
      "memory.dram.write_wait_cycles"),
 ], ids=["unknown-field", "wrong-type", "data-stage-not-shared-or-booked", "tag-rate-not-positive",
-        "cta-launch-negative", "shared-queue-not-boolean", "cta-retire-negative", "dram-rho-max-not-below-one",
+        "cta-launch-negative", "dram-write-spread-above-one", "shared-queue-not-boolean", "cta-retire-negative", "dram-rho-max-not-below-one",
         "dram-write-wait-negative"])
 def test_bad_field_is_one_line_naming_file_and_path(tmp_path, name, text, path):
     p = _write(tmp_path, name, text)

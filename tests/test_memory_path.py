@@ -774,14 +774,14 @@ def test_dram_reads_wait_longer_under_load():
     from gpusim.timing.mem.dram import Dram
 
     d = Dram(bandwidth_bytes_per_cycle=100.0, latency_cycles=700, load_wait=58.0, window=1000.0, rho_max=0.8)
-    assert d.read(10.0, 32, 10.0) == pytest.approx(10.0 + 32 / 100 + 700)  # nothing booked before: no wait
+    assert d.read(10.0, 32, 10.0, 0) == pytest.approx(10.0 + 32 / 100 + 700)  # nothing booked before: no wait
     d.write(500.0, 50_000 - 32)  # window 0 carries 50,000 bytes: half its 100,000
-    t = d.read(1500.0, 32, 1500.0)
+    t = d.read(1500.0, 32, 1500.0, 0)
     assert t == pytest.approx(1500.0 + 32 / 100 + 700 + 58.0 * 0.5 / 0.5)
     for at in range(2000, 3000, 10):  # window 2 booked past its rate: the wait stops at rho_max
         d.write(float(at), 10_000)
-    assert d.wait(3500.0) == pytest.approx(58.0 * 0.8 / 0.2)
-    assert d.wait(5500.0) == 0.0  # window 4 follows an empty window 3 (and 3 an unread one)
+    assert d.wait(3500.0, 0) == pytest.approx(58.0 * 0.8 / 0.2)
+    assert d.wait(5500.0, 0) == 0.0  # window 4 follows an empty window 3 (and 3 an unread one)
 
 
 def test_dram_reads_wait_behind_writes():
@@ -793,15 +793,46 @@ def test_dram_reads_wait_behind_writes():
     d = Dram(bandwidth_bytes_per_cycle=100.0, latency_cycles=700, load_wait=58.0, window=1000.0, rho_max=0.8,
              write_wait=800.0)
     d.write(100.0, 30_000)  # window 0: 30% of its rate in write-backs,
-    d.read(200.0, 20_000, 200.0)  # and 20% in reads
-    assert d.wait(1500.0) == pytest.approx(58.0 * 0.5 / 0.5 + 800.0 * 0.3)
+    d.read(200.0, 20_000, 200.0, 0)  # and 20% in reads
+    assert d.wait(1500.0, 0) == pytest.approx(58.0 * 0.5 / 0.5 + 800.0 * 0.3)
     for at in range(2000, 3000, 10):  # window 2: write-backs past the rate: the write term stops at rho_max too
         d.write(float(at), 10_000)
-    assert d.wait(3500.0) == pytest.approx(58.0 * 0.8 / 0.2 + 800.0 * 0.8)
-    assert d.wait(5500.0) == 0.0  # after an empty window
+    assert d.wait(3500.0, 0) == pytest.approx(58.0 * 0.8 / 0.2 + 800.0 * 0.8)
+    assert d.wait(5500.0, 0) == 0.0  # after an empty window
     reads_only = Dram(bandwidth_bytes_per_cycle=100.0, latency_cycles=700, write_wait=800.0)
-    reads_only.read(100.0, 50_000, 100.0)
-    assert reads_only.wait(2100.0) == 0.0  # no write-backs, no load term: reads alone wait nothing more
+    reads_only.read(100.0, 50_000, 100.0, 0)
+    assert reads_only.wait(2100.0, 0) == 0.0  # no write-backs, no load term: reads alone wait nothing more
+
+
+def test_dram_write_wait_spreads_over_lines_with_its_mean():
+    """memory.dram.write_wait_spread (GH100 0.5; the shape from validation/h100/micro/cta_life_h200.json):
+    with s = 1 each line's read waits the write term times a fixed exponential draw of mean 1, the same for
+    every sector of the line; over many lines the mean wait is the unspread one, and the range of a CTA's
+    8 / 32 lines is about H(7) = 2.59 / H(31) = 4.03 times it, as the H200's copies show; with s = 0.5
+    half of it; the load term does not spread."""
+    import numpy as np
+
+    from gpusim.timing.mem.dram import SPREAD, Dram, spread
+
+    assert SPREAD.mean() == pytest.approx(1.0) and SPREAD.min() < 0.01 and SPREAD.max() > 5
+    assert spread(4 * 77) == spread(4 * 77 + 3) != spread(4 * 78)
+    flat = Dram(100.0, 700, load_wait=58.0, window=1000.0, write_wait=800.0)
+    spread_ = Dram(100.0, 700, load_wait=58.0, window=1000.0, write_wait=800.0, write_spread=1.0)
+    half = Dram(100.0, 700, load_wait=58.0, window=1000.0, write_wait=800.0, write_spread=0.5)
+    for d in (flat, spread_, half):
+        d.write(100.0, 30_000)
+        d.read(200.0, 20_000, 200.0, 0)
+    base, mean = 58.0 * 0.5 / 0.5, 800.0 * 0.3
+    waits = np.array([spread_.wait(1500.0, 4 * line) for line in range(1 << 16)])
+    assert flat.wait(1500.0, 12) == pytest.approx(base + mean)
+    assert waits.mean() == pytest.approx(base + mean, rel=0.01) and waits.min() >= base
+    lines = (waits - base).reshape(-1, 8)  # CTAs of 8 consecutive lines (a one-float copy, 256 threads)
+    assert np.ptp(lines, axis=1).mean() == pytest.approx(2.59 * mean, rel=0.05)
+    lines = (waits - base).reshape(-1, 32)
+    assert np.ptp(lines, axis=1).mean() == pytest.approx(4.03 * mean, rel=0.05)
+    halves = np.array([half.wait(1500.0, 4 * line) for line in range(1 << 16)]) - base
+    assert halves.mean() == pytest.approx(mean, rel=0.01) and halves.min() >= 0.5 * mean
+    assert np.ptp(halves.reshape(-1, 8), axis=1).mean() == pytest.approx(0.5 * 2.59 * mean, rel=0.05)
 
 
 @pytest.mark.parametrize("engine", ["compiled", "objects"])

@@ -41,6 +41,10 @@ CASES = {
     "hopper-write-wait": ("copy_float4", "h100", 512, {"memory.l2.effective_size_bytes": 65536,
                                                        "memory.l2.dirty_limit_bytes": 16384,
                                                        "memory.dram.write_wait_cycles": 5000.0}, sampling.KEEP_HEAD),
+    # the same with all of the write wait drawn per line (memory.dram.write_wait_spread; GH100 0.5)
+    "hopper-write-spread": ("copy_float4", "h100", 512, {"memory.l2.effective_size_bytes": 65536,
+                                                         "memory.l2.dirty_limit_bytes": 16384, "memory.dram.write_wait_cycles": 5000.0,
+                                                         "memory.dram.write_wait_spread": 1.0}, sampling.KEEP_HEAD),
     "maxwell-head-too-short": ("sgemm_maxas_64", "gtx970", 256, {}, 3),
 }
 

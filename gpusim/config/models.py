@@ -286,6 +286,11 @@ class DramConfig(_Model):
     write_wait_cycles: float = Field(default=0.0, ge=0)
     """A read that misses L2 also waits this x w cycles, w the share of the last whole window's DRAM rate
     that write-backs took (capped at `load_rho_max`): reads wait behind DRAM's writes. 0: not modelled."""
+    write_wait_spread: float = Field(default=0.0, ge=0, le=1)
+    """The share of that wait that spreads over reads: each line's read waits the mean x (1 - s + s x e),
+    e an exponential draw of mean 1 fixed by the line's address (`gpusim.timing.mem.dram.spread`): some
+    reads wait long and most little, as reads that meet a DRAM channel busy with writes would. 0: every
+    read waits the mean."""
 
 
 class MemoryConfig(_Model):

@@ -24,6 +24,7 @@ from numba import njit
 
 from gpusim.timing.compiled import lru as L
 from gpusim.timing.mem import lsu
+from gpusim.timing.mem.dram import SPREAD
 
 MIO, LSU = 0, 1  # the two queues of a sub-partition
 
@@ -250,8 +251,17 @@ def dram_tick(m, now):
 
 
 @njit
-def dram_wait(m, now):
-    """`Dram.wait`: the cycles a read issued at `now` waits beyond the latency under load."""
+def spread(sector):
+    """`mem.dram.spread`: the exponential draw (mean 1) of `sector`'s line."""
+    x = (sector >> 2) & 0xFFFFFFFF
+    x = ((x >> 16) ^ x) * 0x45D9F3B & 0xFFFFFFFF
+    x = ((x >> 16) ^ x) * 0x45D9F3B & 0xFFFFFFFF
+    return SPREAD[((x >> 16) ^ x) & 0xFF]
+
+
+@njit
+def dram_wait(m, now, sector):
+    """`Dram.wait`: the cycles a read of `sector` issued at `now` waits beyond the latency under load."""
     if m.dram_wait_c <= 0 and m.dram_wwait_c <= 0:
         return 0.0
     dram_tick(m, now)
@@ -262,15 +272,18 @@ def dram_wait(m, now):
     w = m.dram_prev_w / full
     if w > m.dram_rho_max:
         w = m.dram_rho_max
-    return m.dram_wait_c * rho / (1.0 - rho) + m.dram_wwait_c * w
+    ww = m.dram_wwait_c * w
+    if m.dram_wspread > 0 and ww > 0:
+        ww *= 1.0 - m.dram_wspread + m.dram_wspread * spread(sector)
+    return m.dram_wait_c * rho / (1.0 - rho) + ww
 
 
 @njit
-def dram_read(m, now, nbytes, start):
-    """`Dram.read`: the cycle a fill booked at `now`, sent no earlier than `start`, arrives in L2."""
+def dram_read(m, now, nbytes, start, sector):
+    """`Dram.read`: the cycle a fill of `sector` booked at `now`, sent no earlier than `start`, arrives in L2."""
     m.dram_read += nbytes
     t = dram_serve(m, now, nbytes)
-    return (t if t > start else start) + m.dram_latency + dram_wait(m, now)
+    return (t if t > start else start) + m.dram_latency + dram_wait(m, now, sector)
 
 
 @njit
@@ -355,7 +368,7 @@ def fetch(st, now, sectors, k, start):
                 _reuse(st, m, s, now)
         else:
             extra = _fetched_with(st, s, m.fetch_sectors, sectors, k) if m.fetch_sectors > 1 else 0
-            finish = dram_read(m, now, sb * (1 + extra), start) if to_dram else start + m.dram_latency + dram_wait(m, now)
+            finish = dram_read(m, now, sb * (1 + extra), start, s) if to_dram else start + m.dram_latency + dram_wait(m, now, s)
             _evicted(st, m, L.cache_fill(st.l2, s, finish), now)
             st.l2_counts[2] += extra
             for j in range(extra):  # its block's other sectors come with it

@@ -4,6 +4,26 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+# `memory.dram.write_wait_spread: exponential`: 256 quantiles of an exponential of mean 1 (exactly 1 over
+# the table), one per hash bucket of a line's address (`spread`)
+SPREAD = -np.log1p(-(np.arange(256) + 0.5) / 256)
+SPREAD = SPREAD / SPREAD.mean()
+
+
+def spread(sector: int) -> float:
+    """The factor a read of `sector`'s 128-byte line waits the mean write wait by: a quantile of an
+    exponential of mean 1 picked by a hash of the line (compiled/memory.py computes the
+    same). H200 (validation/h100/micro/cta_life_h200.json): a one-float copy's 8 or 32 warps of a CTA,
+    issuing their loads within a few cycles, get their data over a range of 477 / 747 cycles on average
+    (loads alone 136 / 336) while the mean load takes 162 / 144 cycles more than the loads alone: the
+    range of n draws of an exponential is H(n-1) = 2.59 / 4.03 times its mean, 184 / 185 cycles here."""
+    x = (sector >> 2) & 0xFFFFFFFF  # the line, mixed (two xor-shift-multiply rounds) so that neighbours draw independently
+    x = ((x >> 16) ^ x) * 0x45D9F3B & 0xFFFFFFFF
+    x = ((x >> 16) ^ x) * 0x45D9F3B & 0xFFFFFFFF
+    return float(SPREAD[((x >> 16) ^ x) & 0xFF])
+
 
 class BandwidthQueue:
     """A server moving `bytes_per_cycle`; requests queue behind each other (FIFO). Requests are booked
@@ -27,20 +47,21 @@ class Dram:
     A read arrives after the latency, later under load (`wait`)."""
 
     def __init__(self, bandwidth_bytes_per_cycle: float, latency_cycles: float, load_wait: float = 0.0,
-                 window: float = 2048.0, rho_max: float = 0.8, write_wait: float = 0.0):
+                 window: float = 2048.0, rho_max: float = 0.8, write_wait: float = 0.0, write_spread: float = 0.0):
         self.queue = BandwidthQueue(bandwidth_bytes_per_cycle)
         self.latency = latency_cycles
         self.read_bytes = 0
         self.write_bytes = 0
         self.load_wait, self.window, self.rho_max, self.write_wait = load_wait, window, rho_max, write_wait
+        self.write_spread = write_spread
         self.bucket, self.current, self.previous = 0.0, 0.0, 0.0  # bytes booked in this window and the last
         self.current_w, self.previous_w = 0.0, 0.0  # the same, write-backs only
 
-    def read(self, now: float, nbytes: int, start: float) -> float:
-        """Cycle at which a fill booked at `now`, sent no earlier than `start`, arrives in L2."""
+    def read(self, now: float, nbytes: int, start: float, sector: int) -> float:
+        """Cycle at which a fill of `sector` booked at `now`, sent no earlier than `start`, arrives in L2."""
         self.read_bytes += nbytes
         t = self.serve(now, nbytes)
-        return (t if t > start else start) + self.latency + self.wait(now)
+        return (t if t > start else start) + self.latency + self.wait(now, sector)
 
     def write(self, now: float, nbytes: int) -> None:
         """A write-back: it takes bandwidth; nothing waits for it."""
@@ -57,7 +78,7 @@ class Dram:
             self.current += nbytes
         return self.queue.serve(now, nbytes)
 
-    def wait(self, now: float) -> float:
+    def wait(self, now: float, sector: int) -> float:
         """Cycles a read issued at `now` waits beyond the latency below saturation: load_wait x rho / (1 -
         rho), rho the bytes booked in the last whole window over what the window moves at the full rate
         (at most rho_max; past it the queue itself holds reads back). H100: a pointer chase's loads come
@@ -66,7 +87,8 @@ class Dram:
         Plus write_wait x w, w the share of the window's rate that write-backs took (at most rho_max): a
         read waits behind DRAM's writes. H200 (the same GH100 with HBM3e): beside streams that copy, at 32
         / 56% of the read rate in all, the chase's loads take 844 / 1002 cycles, where reads alone at 28 /
-        50% give 713 / 761 (validation/h100/micro/dram_load_h200.json): 800 x w adds the difference."""
+        50% give 713 / 761 (validation/h100/micro/dram_load_h200.json): 800 x w adds the difference.
+        With `write_spread` s the write term is that mean times 1 - s + s x `spread(sector)`."""
         if self.load_wait <= 0 and self.write_wait <= 0:
             return 0.0
         self._tick(now)
@@ -77,7 +99,10 @@ class Dram:
         w = self.previous_w / full
         if w > self.rho_max:
             w = self.rho_max
-        return self.load_wait * rho / (1.0 - rho) + self.write_wait * w
+        ww = self.write_wait * w
+        if self.write_spread > 0 and ww > 0:
+            ww *= 1.0 - self.write_spread + self.write_spread * spread(sector)
+        return self.load_wait * rho / (1.0 - rho) + ww
 
     def _tick(self, now: float) -> None:
         b = math.floor(now / self.window)

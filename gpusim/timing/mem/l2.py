@@ -118,7 +118,7 @@ class MemorySystem:
         self.reach: OrderedDict[int, None] = OrderedDict()  # reused sectors (stores, L2 hits), oldest first
         self.dram = Dram(mem.dram.bandwidth_gb_s * 1e9 / (clock_mhz * 1e6) * share, mem.dram.latency_cycles,
                          mem.dram.load_wait_cycles, mem.dram.load_window_cycles, mem.dram.load_rho_max,
-                         mem.dram.write_wait_cycles)
+                         mem.dram.write_wait_cycles, mem.dram.write_wait_spread)
         self.l2_latency = l2.latency_cycles
         self.l2_bytes = 0  # bytes read from or written to L2
         self.l2_queue_bytes = 0.0  # the same as the L2 queue weighs them (a written byte costs `write_cost`)
@@ -146,7 +146,7 @@ class MemorySystem:
             else:
                 extra = self._fetched_with(s, sectors) if self.fetch_sectors > 1 else ()
                 n = 1 + len(extra)
-                finish = self.dram.read(now, sb * n, start) if to_dram else start + self.dram.latency + self.dram.wait(now)
+                finish = self.dram.read(now, sb * n, start, s) if to_dram else start + self.dram.latency + self.dram.wait(now, s)
                 self._evicted(self.l2.fill(s, finish), now)
                 self.block_fills += len(extra)
                 for x in extra:  # its block's other sectors come with it

@@ -1,6 +1,7 @@
 """Sampled mode agrees with detailed mode within 2% where both run; extrapolation waits for convergence."""
 
 import functools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -116,7 +117,8 @@ class _SM:
 
         self.warps = warps
         self.issued = 0
-        self.l1 = SimpleNamespace(cache=None, caches_loads=False)
+        self.l1 = SimpleNamespace(cache=None, caches_loads=False,  # and an L2 with no dirty data
+                                 memory=SimpleNamespace(dirty={}, dirty_capacity=1))
         self.static = defaultdict(lambda: SimpleNamespace(kind=0, readonly=False))  # no instruction is a load
 
         class T:
@@ -427,3 +429,19 @@ def test_sampled_check_leaves_out_words_atomics_wrote():
     r = run_workload(spec, "h100", 64, mode="sampled")
     assert r.check["count"]["elements"] == 0
     assert run_workload(spec, "h100", 64, mode="detailed").check["count"]["elements"] == 1
+
+
+def test_no_fast_forward_while_the_loop_fills_the_dirty_room():
+    """A grid-stride SAXPY (traces/external/saxpy_gs.yaml, 64 MiB per buffer, h200 card): its loop stores
+    every iteration, and the simulated SM's L2 share writes nothing back until its dirty room is full
+    (about 33 k cycles in). Its loop rate converged before that and was extrapolated: 78.9 k cycles
+    against detailed mode's 86.5 k, lg_throttle 0.46 of warp-cycles (detailed 0.16, Nsight 0.15). The
+    sampler now fast-forwards only over windows that began with the room full, or that added no dirty
+    sectors: this loop (16 iterations) is simulated through, within 2% of detailed mode."""
+    spec = str(Path(__file__).resolve().parents[1] / "traces" / "external" / "saxpy_gs.yaml")
+    detailed = run_workload(spec, "h200", 16777216, mode="detailed", overrides={"memory.l2.initial": "cold"})
+    sampled = run_workload(spec, "h200", 16777216, mode="sampled", overrides={"memory.l2.initial": "cold"})
+    assert sampled.sampling["fast_forwards"] == 0
+    assert abs(sampled.cycles / detailed.cycles - 1) < 0.02
+    lg = sampled.stalls["lg_throttle"] / sum(sampled.stalls.values())
+    assert lg < 0.3

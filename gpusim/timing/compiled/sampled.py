@@ -23,6 +23,7 @@ import numpy as np
 
 from gpusim.timing.compiled import engine as E
 from gpusim.timing.compiled import loops as P
+from gpusim.timing.compiled import lru as L
 from gpusim.timing.compiled import sm as C
 from gpusim.timing.mem.l2 import memory_counters
 from gpusim.timing.sampling import LoopState, Sampler, loop_branch
@@ -48,6 +49,10 @@ class EngineSampler(Sampler):
         prog = {w.gid: float(r[5]) for w, r in zip(warps, rows)}
         totals = {w.gid: int(r[4]) for w, r in zip(warps, rows)}
         return warps, its, prog, totals
+
+    def dirty_state(self, sm):
+        meta = self.run.st.dirty[4]
+        return int(meta[L.SIZE]), int(meta[L.CAPACITY])
 
     def move_all(self, sm, moves) -> int:
         if not moves:

@@ -30,17 +30,10 @@ def simulate(job):
     path = CACHE / f"{Path(spec).stem}__n{size}__{state}.json"
     if path.exists():
         return json.loads(path.read_text())
-    from gpusim.timing.driver import run_workload
+    from gpusim import validate as V
 
-    r = run_workload(spec, CARD, size, mode="sampled", overrides={"memory.l2.initial": state})
-    d = json.loads(r.model_dump_json())
-    for bulky in ("stalls_per_pc", "timeline"):
-        d.pop(bulky, None)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(d))
-    tmp.replace(path)
-    return d
+    return V._simulate_to_cache(V.Case(workload=spec, size=size, card=CARD, mode="sampled", source="external", l2=state),
+                                str(path))
 
 
 def cases():

@@ -23,8 +23,7 @@ import numpy as np
 from numba import njit
 
 from gpusim.timing.compiled import lru as L
-from gpusim.timing.mem import lsu
-from gpusim.timing.mem.dram import SPREAD
+from gpusim.timing.mem import dram, lsu
 
 MIO, LSU = 0, 1  # the two queues of a sub-partition
 
@@ -250,13 +249,7 @@ def dram_tick(m, now):
         m.dram_bucket = b
 
 
-@njit
-def spread(sector):
-    """`mem.dram.spread`: the exponential draw (mean 1) of `sector`'s line."""
-    x = (sector >> 2) & 0xFFFFFFFF
-    x = ((x >> 16) ^ x) * 0x45D9F3B & 0xFFFFFFFF
-    x = ((x >> 16) ^ x) * 0x45D9F3B & 0xFFFFFFFF
-    return SPREAD[((x >> 16) ^ x) & 0xFF]
+spread = njit(dram.spread)  # the exponential draw (mean 1) of a sector's line: the object model's function
 
 
 @njit

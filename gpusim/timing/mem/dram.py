@@ -6,16 +6,16 @@ import math
 
 import numpy as np
 
-# `memory.dram.write_wait_spread: exponential`: 256 quantiles of an exponential of mean 1 (exactly 1 over
-# the table), one per hash bucket of a line's address (`spread`)
+# `memory.dram.write_wait_spread`: 256 quantiles of an exponential of mean 1 (exactly 1 over the table),
+# one per hash bucket of a line's address (`spread`)
 SPREAD = -np.log1p(-(np.arange(256) + 0.5) / 256)
 SPREAD = SPREAD / SPREAD.mean()
 
 
 def spread(sector: int) -> float:
     """The factor a read of `sector`'s 128-byte line waits the mean write wait by: a quantile of an
-    exponential of mean 1 picked by a hash of the line (compiled/memory.py computes the
-    same). H200 (validation/h100/micro/cta_life_h200.json): a one-float copy's 8 or 32 warps of a CTA,
+    exponential of mean 1 picked by a hash of the line (the compiled engine runs this function
+    through numba). H200 (validation/h100/micro/cta_life_h200.json): a one-float copy's 8 or 32 warps of a CTA,
     issuing their loads within a few cycles, get their data over a range of 477 / 747 cycles on average
     (loads alone 136 / 336) while the mean load takes 162 / 144 cycles more than the loads alone: the
     range of n draws of an exponential is H(n-1) = 2.59 / 4.03 times its mean, 184 / 185 cycles here."""

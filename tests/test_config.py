@@ -205,9 +205,12 @@ def test_unknown_card():
     ("rho.yaml", "extends: h100\ncard: rho\nmemory:\n  dram:\n    load_rho_max: 1.0\n", "memory.dram.load_rho_max"),
     ("ww.yaml", "extends: h100\ncard: ww\nmemory:\n  dram:\n    write_wait_cycles: -800\n",
      "memory.dram.write_wait_cycles"),
+    ("rs.yaml", "extends: h100\ncard: rs\nmemory:\n  dram:\n    read_spread_bytes: 1000\n", "memory.dram"),
+    ("rw.yaml", "extends: h100\ncard: rw\nmemory:\n  dram:\n    read_spread_cycles: -450\n",
+     "memory.dram.read_spread_cycles"),
 ], ids=["unknown-field", "wrong-type", "data-stage-not-shared-or-booked", "tag-rate-not-positive",
         "cta-launch-negative", "dram-write-spread-above-one", "shared-queue-not-boolean", "cta-retire-negative", "dram-rho-max-not-below-one",
-        "dram-write-wait-negative"])
+        "dram-write-wait-negative", "dram-read-spread-block-not-power-of-two", "dram-read-spread-negative"])
 def test_bad_field_is_one_line_naming_file_and_path(tmp_path, name, text, path):
     p = _write(tmp_path, name, text)
     with pytest.raises(SpecError) as exc:

@@ -462,10 +462,12 @@ def test_a_load_that_finds_its_line_on_its_way_waits_for_the_fill(h100):
     come with warp 0's fill) until it reaches the L1 hit latency. Served as a hit at once, every warp
     after the first would see the hit latency. The model's drop from warp 0 to warp w is compared with
     the measured one where the measured latency is still above the hit floor (the clock and STS around
-    the load add about the same to every warp)."""
+    the load add about the same to every warp). The line's latency is the mean one (the benchmark's
+    median over 64 lines): `read_spread_cycles` off."""
     import json
     from pathlib import Path
 
+    h100 = apply_overrides(h100, {"memory.dram.read_spread_cycles": 0.0})
     data = json.loads((Path(__file__).resolve().parents[1] / "validation/h100/micro/l1_merge_h100.json").read_text())
     cases = {(c["source"], c["own"], c["gap"]): c["latency_median"] for c in data["cases"]}
     floor = min(cases[("l2", 0, 128)])  # the L1 hit as this benchmark sees it
@@ -833,6 +835,28 @@ def test_dram_write_wait_spreads_over_lines_with_its_mean():
     halves = np.array([half.wait(1500.0, 4 * line) for line in range(1 << 16)]) - base
     assert halves.mean() == pytest.approx(mean, rel=0.01) and halves.min() >= 0.5 * mean
     assert np.ptp(halves.reshape(-1, 8), axis=1).mean() == pytest.approx(0.5 * 2.59 * mean, rel=0.05)
+
+
+def test_dram_read_latency_spreads_over_blocks_with_its_mean():
+    """memory.dram.read_spread_cycles W (GH100 450, read_spread_bytes 2048; bench/micro/l1rows on an H200:
+    a request's lines from DRAM take longer the more 2 KiB blocks they fall in): each DRAM read arrives
+    W x (u - 1/2) later, u uniform and the same for every sector of a block, so the mean latency is
+    unchanged and a request over k blocks waits for the latest of k draws, about W x (k / (k + 1) - 1/2)
+    more. Only reads that move DRAM bytes draw: sampled mode's misses that stand for another SM's fill
+    (`Dram.wait` alone) keep the mean."""
+    import numpy as np
+
+    from gpusim.timing.mem.dram import Dram, jitter
+
+    shift = 6  # 2 KiB blocks of 32-byte sectors
+    assert jitter(64 * 5, shift) == jitter(64 * 5 + 63, shift) != jitter(64 * 6, shift)
+    spread, plain = (Dram(1e9, 700, read_spread=w, spread_shift=shift) for w in (450.0, 0.0))
+    late = np.array([spread.read(0.0, 32, 0.0, 64 * b) - plain.read(0.0, 32, 0.0, 64 * b) for b in range(1 << 15)])
+    assert late.mean() == pytest.approx(0.0, abs=3.0) and late.min() >= -225 and late.max() < 225
+    for k in (1, 4, 32):
+        latest = late[: (len(late) // k) * k].reshape(-1, k).max(axis=1).mean()
+        assert latest == pytest.approx(450.0 * (k / (k + 1) - 0.5), abs=5.0)
+    assert spread.wait(0.0, 64 * 3) == 0.0  # the load and write terms alone
 
 
 @pytest.mark.parametrize("engine", ["compiled", "objects"])

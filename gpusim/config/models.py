@@ -291,6 +291,20 @@ class DramConfig(_Model):
     e an exponential draw of mean 1 fixed by the line's address (`gpusim.timing.mem.dram.spread`): some
     reads wait long and most little, as reads that meet a DRAM channel busy with writes would. 0: every
     read waits the mean."""
+    read_spread_cycles: float = Field(default=0.0, ge=0)
+    """Width W of the spread of a read's latency over addresses: a read of a line waits W x (u - 1/2)
+    cycles more, u uniform in [0, 1) fixed by a hash of its `read_spread_bytes` block
+    (`gpusim.timing.mem.dram.jitter`), so the mean latency is unchanged and a request waiting for lines
+    of k blocks waits for the slowest. 0: every read takes the latency."""
+    read_spread_bytes: int = Field(default=1024, ge=32)
+    """The blocks whose lines share one latency draw (`read_spread_cycles`): a power of two."""
+
+    @model_validator(mode="after")
+    def _spread_block(self) -> "DramConfig":
+        v = self.read_spread_bytes
+        if v & (v - 1):
+            raise ValueError(f"read_spread_bytes must be a power of two (bytes of a block sharing one latency draw), got {v}")
+        return self
 
 
 class MemoryConfig(_Model):

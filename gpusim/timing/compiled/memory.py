@@ -250,6 +250,7 @@ def dram_tick(m, now):
 
 
 spread = njit(dram.spread)  # the exponential draw (mean 1) of a sector's line: the object model's function
+jitter = njit(dram.jitter)  # the read latency's draw of a sector's block: the object model's function
 
 
 @njit
@@ -276,7 +277,8 @@ def dram_read(m, now, nbytes, start, sector):
     """`Dram.read`: the cycle a fill of `sector` booked at `now`, sent no earlier than `start`, arrives in L2."""
     m.dram_read += nbytes
     t = dram_serve(m, now, nbytes)
-    return (t if t > start else start) + m.dram_latency + dram_wait(m, now, sector)
+    scatter = m.dram_rspread * jitter(sector, m.dram_rshift) if m.dram_rspread > 0 else 0.0
+    return (t if t > start else start) + m.dram_latency + dram_wait(m, now, sector) + scatter
 
 
 @njit

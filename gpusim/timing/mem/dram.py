@@ -1,4 +1,5 @@
-"""DRAM: one bandwidth server for the chip's reads and write-backs, with a fixed latency."""
+"""DRAM: one bandwidth server for the chip's reads and write-backs, with a latency that grows under load
+(`Dram.wait`) and spreads over addresses (`jitter`, `memory.dram.read_spread_cycles`)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,19 @@ def spread(sector: int) -> float:
     return float(SPREAD[((x >> 16) ^ x) & 0xFF])
 
 
+def jitter(sector: int, shift: int) -> float:
+    """u - 1/2, u uniform in [0, 1) fixed by a hash of the sector's block of 2^shift sectors
+    (`memory.dram.read_spread_bytes`; the compiled engine runs this function through numba). A DRAM
+    read arrives `read_spread_cycles` x this later, so a request waits for the slowest of its blocks.
+    H200 (validation/h200/l1rows/, bench/micro/l1rows/): one warp chasing loads whose n lanes read n
+    new lines 8 KiB apart takes 680 / 818 / 947 cycles a step for n = 1 / 4 / 32, n consecutive lines
+    676 / 708 / 806: latencies spread over ~450 cycles, one draw per 2 KiB."""
+    x = (sector >> shift) & 0xFFFFFFFF
+    x = ((x >> 16) ^ x) * 0x45D9F3B & 0xFFFFFFFF
+    x = ((x >> 16) ^ x) * 0x45D9F3B & 0xFFFFFFFF
+    return (((x >> 16) ^ x) & 0xFFFF) / 65536.0 - 0.5
+
+
 class BandwidthQueue:
     """A server moving `bytes_per_cycle`; requests queue behind each other (FIFO). Requests are booked
     at the cycle the SM issues them (the SMs' clocks move together), never at a later cycle: one
@@ -47,13 +61,15 @@ class Dram:
     A read arrives after the latency, later under load (`wait`)."""
 
     def __init__(self, bandwidth_bytes_per_cycle: float, latency_cycles: float, load_wait: float = 0.0,
-                 window: float = 2048.0, rho_max: float = 0.8, write_wait: float = 0.0, write_spread: float = 0.0):
+                 window: float = 2048.0, rho_max: float = 0.8, write_wait: float = 0.0, write_spread: float = 0.0,
+                 read_spread: float = 0.0, spread_shift: int = 5):
         self.queue = BandwidthQueue(bandwidth_bytes_per_cycle)
         self.latency = latency_cycles
         self.read_bytes = 0
         self.write_bytes = 0
         self.load_wait, self.window, self.rho_max, self.write_wait = load_wait, window, rho_max, write_wait
         self.write_spread = write_spread
+        self.read_spread, self.spread_shift = read_spread, spread_shift
         self.bucket, self.current, self.previous = 0.0, 0.0, 0.0  # bytes booked in this window and the last
         self.current_w, self.previous_w = 0.0, 0.0  # the same, write-backs only
 
@@ -61,7 +77,11 @@ class Dram:
         """Cycle at which a fill of `sector` booked at `now`, sent no earlier than `start`, arrives in L2."""
         self.read_bytes += nbytes
         t = self.serve(now, nbytes)
-        return (t if t > start else start) + self.latency + self.wait(now, sector)
+        return (t if t > start else start) + self.latency + self.wait(now, sector) + self.scatter(sector)
+
+    def scatter(self, sector: int) -> float:
+        """Cycles a read of `sector` arrives after the mean latency (`jitter`, `memory.dram.read_spread_cycles`)."""
+        return self.read_spread * jitter(sector, self.spread_shift) if self.read_spread > 0 else 0.0
 
     def write(self, now: float, nbytes: int) -> None:
         """A write-back: it takes bandwidth; nothing waits for it."""

@@ -118,7 +118,8 @@ class MemorySystem:
         self.reach: OrderedDict[int, None] = OrderedDict()  # reused sectors (stores, L2 hits), oldest first
         self.dram = Dram(mem.dram.bandwidth_gb_s * 1e9 / (clock_mhz * 1e6) * share, mem.dram.latency_cycles,
                          mem.dram.load_wait_cycles, mem.dram.load_window_cycles, mem.dram.load_rho_max,
-                         mem.dram.write_wait_cycles, mem.dram.write_wait_spread)
+                         mem.dram.write_wait_cycles, mem.dram.write_wait_spread, mem.dram.read_spread_cycles,
+                         max(0, (mem.dram.read_spread_bytes // sb).bit_length() - 1))
         self.l2_latency = l2.latency_cycles
         self.l2_bytes = 0  # bytes read from or written to L2
         self.l2_queue_bytes = 0.0  # the same as the L2 queue weighs them (a written byte costs `write_cost`)

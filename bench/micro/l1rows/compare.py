@@ -20,7 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 HERE = Path(__file__).resolve().parent
 RECORDS = ROOT / "validation/h200/l1rows"
-SPECS = ["rows_hit_skew", "rows_hit", "rows_walk", "lines_chase_1sm", "rows_chase_1sm", "lines_chase", "rows_chase"]
+SPECS = ["rows_hit_skew", "rows_hit", "rows_walk", "lines_chase_1sm", "rows_chase_1sm", "lines_chase_16sm",
+         "rows_chase_16sm", "lines_chase_33sm", "rows_chase_33sm", "lines_chase_66sm", "rows_chase_66sm", "lines_chase",
+         "rows_chase"]
 OVERHEAD = 4400  # configs/gpus/arch/gh100.yaml kernel_overhead_cycles (the h200 card's, an assumption there)
 
 

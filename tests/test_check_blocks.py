@@ -70,6 +70,17 @@ def test_integer_blocks_count_the_wrong_elements():
     assert got["first_wrong"] == {"index": [3, 1], "value": 32, "reference": 31}
 
 
+def test_float_tolerance_zero_asks_for_exact_values():
+    """A spec's `tolerance: 0` on a float output passes an exact result (it failed: 0 < 0) and names the
+    first element that differs otherwise."""
+    ref = np.linspace(-1, 1, 40).astype(np.float32)
+    assert compare_blocks(4, in_blocks(ref.copy(), ref, [10] * 4), (40,), 0.0, False)["passed"]
+    out = ref.copy()
+    out[23] = np.nextafter(out[23], np.float32(2))
+    got = compare_blocks(4, in_blocks(out, ref, [10] * 4), (40,), 0.0, False)
+    assert not got["passed"] and got["first_wrong"]["index"] == [23] and "integer" not in got
+
+
 @pytest.mark.parametrize("name,n", [("sgemm_maxas_64", 128), ("naiveMatMatMul", 64), ("transpose_naive", 16),
                                     ("dgemm_naive_coalesced", 64)])
 def test_a_corrupted_output_element_is_named(name, n, monkeypatch):

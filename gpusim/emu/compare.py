@@ -51,7 +51,7 @@ def compare_blocks(n_blocks: int, block: Callable, shape: tuple, tol: float, int
         err = float(np.sqrt(np.float64(math.fsum(sq_diff))) / max(scale * np.sqrt(max(size, 1)), 1e-300))
     if not np.isfinite(err):
         err = float("inf")
-    entry = {"elements": size, "of": total, "rel_error": err, "tolerance": tol, "passed": err < tol}
+    entry = {"elements": size, "of": total, "rel_error": err, "tolerance": tol, "passed": err < tol or err == 0.0}
     if entry["passed"]:
         return entry
     limit = tol * scale
@@ -83,7 +83,7 @@ def _integer(n_blocks: int, block: Callable, shape: tuple, total: int) -> dict:
         wrong_count += count
         size += out.size
     entry = {"elements": size, "of": total, "rel_error": float(wrong_count) / max(size, 1), "tolerance": 0.0,
-             "passed": wrong_count == 0}
+             "passed": wrong_count == 0, "integer": True}
     if first is not None:
         entry["first_wrong"] = first
     return entry

@@ -557,7 +557,7 @@ def verify(workload, emu, inputs, n: int, ctas: list[int] | None = None) -> dict
         if not c["passed"]:
             w = c["first_wrong"]
             idx = ", ".join(str(i) for i in w["index"])
-            measure = (f"{c['rel_error']:.3g} of the elements differ" if c["tolerance"] == 0 else
+            measure = (f"{c['rel_error']:.3g} of the elements differ" if c.get("integer") else
                        f"relative error {c['rel_error']:.3g} > tolerance {c['tolerance']:g}")
             raise WrongResultError(
                 f"wrong result: {name}[{idx}] = {w['value']!r} but the numpy reference is {w['reference']!r} "

@@ -6,7 +6,7 @@
 //   rows_walk      ld = 4096: each row's sectors miss L1 on their first float (1 request in 8 misses)
 //   rows_hit       the row's first line again and again (j & 31): every request hits L1 after the first 32
 //   rows_hit_skew  rows_hit with ld = 4097: the lanes' words sit in different banks (no data-bank conflict)
-// Measured with gpusim's own harness (bench/micro/l1rows/measure.sh): CUDA events and Nsight Compute.
+// Measured with gpusim's own harness (bench/micro/measure_specs.sh): CUDA events and Nsight Compute.
 
 __global__ void rows_walk(const float* __restrict__ A, const float* __restrict__ x, float* __restrict__ y,
                           int cols, int ld)

@@ -85,6 +85,10 @@ class SharedMemoryConfig(_Model):
     wide_load_extra_cycles: dict[int, float] = {}
     """Cycles a 64- / 128-bit shared load's (LDS.64 / LDS.128) data comes later than its wavefronts'
     passage and `latency_cycles` give (none for 32-bit loads and for stores). Keys: 64, 128."""
+    l1_copy_wavefronts: float = Field(default=0.0, ge=0)
+    """Wavefronts of this pipe an L1-allocating cp.async (LDGSTS without .BYPASS) takes per 128 bytes it
+    copies, besides its global load: its data pass L1's data array on their way to shared memory.
+    cp.async.cg (.BYPASS) takes none. 0: the copy costs the pipe nothing."""
 
     @field_validator("wide_load_extra_cycles")
     @classmethod

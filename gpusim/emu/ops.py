@@ -1141,6 +1141,50 @@ def store(ex):
     _store_words(ex, addrs, words, nbytes)
 
 
+@op("LDGSTS")
+def ldgsts(ex):
+    """cp.async (sm_80+): copy 4, 8 or 16 bytes per lane from global [a] to shared [s], no register
+    written [PTX ISA cp.async]. A trailing predicate operand says the source is valid: where it is false
+    the lane reads nothing and writes zeros (cp.async's ignore-src, and src-size 0). .ZFILL (src-size
+    below the copy size): ptxas adds (size - src-size) mod size to the source address, so the lane copies
+    size - (a mod size) bytes from a rounded down to the size and zeros the rest (nvcc 13.0's code for
+    `cp.async.cg.shared.global [s], [a], 16, n`, checked by tests/test_emu_cpasync.py against that PTX's
+    meaning). The copy is done at issue: a kernel may read the shared words only after waiting
+    (DEPBAR.LE SB0 after LDGDEPBAR, then a barrier for other warps), so the values it reads are these."""
+    dst, src = (s for s in ex.ins.srcs if s.kind == "mem")
+    nbytes = _nbytes(ex)
+    addrs = _address(ex, src)
+    valid = np.ones(len(addrs), dtype=bool)
+    pi = next((i for i, s in enumerate(ex.ins.srcs) if s.kind in ("pred", "upred")), None)
+    if pi is not None:
+        valid = np.asarray(ex.pred(pi), dtype=bool)[ex.active]
+    keep = np.full(len(addrs), nbytes, dtype=np.int64)
+    if "ZFILL" in ex.ins.modifiers:
+        skip = (addrs & np.uint64(nbytes - 1)).astype(np.int64)
+        addrs = addrs - skip.astype(np.uint64)
+        keep -= skip
+    keep[~valid] = 0
+    # the trace's addresses: the lanes that read; a lane that reads nothing takes a reading lane's
+    # address (no sector of its own), or its own where none of the warp reads
+    logged = addrs.copy()
+    if valid.any() and not valid.all():
+        logged[~valid] = addrs[np.flatnonzero(valid)[0]]
+    ex.emu.record_addresses(ex, logged, nbytes)
+    words = np.zeros((max(1, nbytes // 4), len(addrs)), dtype=U32)
+    if valid.any():
+        with _lanes_of(valid):
+            words[:, valid] = ex.emu.memory.load(addrs[valid], nbytes)
+    if (keep < nbytes).any():  # zero the bytes past each lane's src-size
+        byte = np.arange(nbytes).reshape(-1, 4) if nbytes >= 4 else np.zeros((1, 4), np.int64)
+        for w in range(words.shape[0]):
+            mask = np.zeros(len(addrs), dtype=U32)
+            for b in range(4):
+                mask |= np.where(byte[w, b] < keep, U32(0xFF << (8 * b)), U32(0))
+            words[w] &= mask
+    saddr = _address(ex, dst) & M32
+    ex.emu.shared.store(ex.emu.shared_rows(ex), saddr, words, nbytes)
+
+
 @op("LDC", "ULDC")
 def ldc(ex):
     for w in range(max(1, ex.ins.dsts[0].width // 32)):

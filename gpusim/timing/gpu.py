@@ -195,8 +195,9 @@ class GPU:
         touched = np.zeros(len(rows))
         touched[glob] = (starts[rows[glob] + 1] - starts[rows[glob]]) * self._record_weights()[glob]
         readonly = np.array([s.readonly for s in self.static], dtype=bool)[rec["pc_index"]]
+        bypass = np.array([s.bypass for s in self.static], dtype=bool)[rec["pc_index"]]
         load = kinds == GLOAD
-        cached = load & (readonly | self.cfg.memory.l1.caches_global_loads)
+        cached = load & (readonly | self.cfg.memory.l1.caches_global_loads) & ~bypass
         return float(touched[cached].sum()), float(touched[load & ~cached].sum()), float(touched[kinds == GSTORE].sum())
 
     def _executed(self) -> np.ndarray:
@@ -490,7 +491,7 @@ class GPU:
         """Sampled mode: the cycles per CTA an SM needs at least to pass a CTA's shared-memory
         wavefronts and global-access lines through its SM-wide stages, at their rates
         (`sm.shared_memory.wavefronts_per_cycle`, `memory.l1.lines_per_cycle`; the units counted as
-        `SM._access` counts them: at least one per access; with a unified data stage, both kinds'
+        `SM._access` counts them: at least one per access, and L1-allocating copies' passes; with a unified data stage, both kinds'
         units at its rate). The CTAs of the simulated window can
         finish faster than that, their wavefronts left queued: transpose_smem h100 1024 came out at
         102 k cycles for 131 k wavefronts per SM, 26% short of detailed mode (137.6 k)."""
@@ -501,6 +502,9 @@ class GPU:
         smem = kinds == SMEM
         glob = (kinds == GLOAD) | (kinds == GSTORE)
         wavefronts = float((np.maximum(self.cols["smem_wavefronts"][smem], 1) * weight[smem]).sum())
+        copy_mio = np.array([s.copy_mio for s in self.static])[self.trace.records["pc_index"]]
+        if copy_mio.any():  # and L1-allocating cp.async copies' passes (static.copy_mio)
+            wavefronts += float((self.cols["smem_wavefronts"] * copy_mio * weight)[glob].sum())
         lines = float((np.maximum(self.cols["glines"][glob], 1) * weight[glob]).sum())
         if self.cfg.memory.l1.unified_data_stage:  # both pass the data stage too (mem/lsu.py `DataStage`)
             return (wavefronts + lines) / self.cfg.memory.l1.lines_per_cycle / n_traced

@@ -115,7 +115,7 @@ from gpusim.isa.program import RZ
 
 SHARED_LOAD, SHARED_STORE, GLOBAL_LOAD, GLOBAL_STORE = "shared_ld", "shared_st", "global_ld", "global_st"
 _ACCESS_KIND = {"LDS": SHARED_LOAD, "STS": SHARED_STORE, "LDG": GLOBAL_LOAD, "LD": GLOBAL_LOAD,
-                "STG": GLOBAL_STORE, "ST": GLOBAL_STORE}
+                "STG": GLOBAL_STORE, "ST": GLOBAL_STORE, "LDGSTS": GLOBAL_LOAD}
 _CHUNK = 1 << 15  # rows per vectorised block (bounds temporary memory)
 _BLOCK_RECORDS = 1 << 20  # records per block of whole warps (register columns)
 # per-record columns hold small numbers: shared wavefronts and conflicts at most the bank words an
@@ -653,6 +653,12 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
         elif load_lane_bytes:
             cols["glines"][ld] = load_stage_units(cols["glines"][ld], rec["exec_mask"][ld],
                                                   trace.access_bytes[rows[ld]], load_lane_bytes)
+    copies = _per_program("copies", program, lambda: np.array([ins.opcode == "LDGSTS" for ins in program.instructions],
+                                                              dtype=bool))
+    if copies.any():  # cp.async: smem_wavefronts holds the 128-byte passes of the bytes it copies
+        sel = mem[copies[rec["pc_index"][mem]]]
+        lanes = _lane_bits(rec["exec_mask"][sel]).sum(axis=1)
+        cols["smem_wavefronts"][sel] = -(-lanes * trace.access_bytes[rows[sel]] // 128)
     conflicts, hits, without = register_bank_conflicts(program, trace, reg_banks, reg_bank_width_bits, reuse_cache,
                                                         reg_memory_ops, return_hits=True, carry=reuse_carry,
                                                         read_ports=reg_read_ports, no_reuse=no_reuse)

@@ -157,7 +157,7 @@ class Sampler:
         for pos in range(w.pos - offset + 1, w.pos):
             static = sm.static[w.pcs[pos]]
             row = w.mem_rows[pos]
-            if static.kind == GLOAD and row >= 0 and (cached or static.readonly):
+            if static.kind == GLOAD and row >= 0 and (cached or static.readonly) and not static.bypass:
                 for s in self.gpu.sectors(row):
                     cache.touch(s)
 

@@ -23,7 +23,7 @@ from collections import deque
 from gpusim.errors import GpusimError
 from gpusim.timing import stalls as S
 from gpusim.timing.mem.lsu import LSU, MIO, AccessQueue, DataStage, Stage
-from gpusim.timing.static import BAR, BRANCH, CMEM, GLOAD, SMEM, IssueFacts, queue_stores
+from gpusim.timing.static import BAR, BRANCH, CMEM, COPY, GLOAD, SMEM, IssueFacts, queue_stores
 
 EPS = 1e-9
 
@@ -37,7 +37,8 @@ class Warp:
     """A resident warp: its dynamic instruction stream and what it waits for."""
 
     __slots__ = ("gid", "cta", "sp", "age", "pcs", "mem_rows", "regc", "wavef", "glines", "pos", "ready_at", "reason",
-                 "since", "done", "at_barrier", "sb", "reg_ready", "gap_at", "misses", "active", "stores_done")
+                 "since", "done", "at_barrier", "sb", "reg_ready", "gap_at", "misses", "active", "stores_done",
+                 "copies_done")
 
     def __init__(self, gid, cta, sp, age, stream, now):
         self.gid, self.cta, self.sp, self.age = gid, cta, sp, age
@@ -54,6 +55,7 @@ class Warp:
         self.misses = []  # its outstanding loads that missed L1: (return cycle, bytes) (mem/l1.py)
         self.active = False  # two_level_sticky: in its sub-partition's active set
         self.stores_done = 0.0  # the cycle its global stores so far have left the SM: L2 took them (it drains at EXIT until then)
+        self.copies_done = 0.0  # the cycle its cp.async copies since the last LDGDEPBAR have written shared memory
 
 
 class CTA:
@@ -477,7 +479,7 @@ class SM:
         cycles hold the dispatch port, or a multi-cycle pipe's issue (Nsight: dispatch_stall on
         FFMAs, math_pipe_throttle on DFMAs), and do not delay the result: a dependent FFMA or DFMA
         chain runs at the unit's latency whatever its sources (validation/h100/micro/micro_h100.json)."""
-        kind, pipe, occupancy, latency, stall, wbar, rbar, writes, readonly, dsts, result_reason, mem = \
+        kind, pipe, occupancy, latency, stall, wbar, rbar, writes, readonly, dsts, result_reason, mem, role = \
             self.execute_facts[pc]
         pos = w.pos
         pipes = sp.pipes
@@ -493,6 +495,15 @@ class SM:
             done, long_wait, read = now + latency + regc, False, now + 2 + regc
         else:
             done, long_wait, read = now + latency, False, now + 2
+        if role:  # cp.async (static.COPY, COMMIT): a group is done when its last copy is
+            if role == COPY:
+                if done > w.copies_done:
+                    w.copies_done = done
+            else:
+                done, long_wait = max(w.copies_done, now + 2), True
+                w.copies_done = now
+                if not self.control_mode:  # (control codes: its write barrier, SB0, below)
+                    w.sb[wbar if wbar is not None else 0].append((done, True))
         if writes and done > self.last_done:  # results and stores, not EXIT/BRA
             self.last_done = done
         pos += 1
@@ -560,7 +571,10 @@ class SM:
         start, passed = sp.lsu.access(now, max(1, w.glines[pos]), self.lsu_queues, self.queue_store[w.pcs[pos]])
         sectors = self.gpu.sectors(w.mem_rows[pos])
         if kind == GLOAD:
-            done = self.l1.load(now, passed, sectors, readonly, w, self.static[w.pcs[pos]].warp_bytes)
+            static = self.static[w.pcs[pos]]
+            done = self.l1.load(now, passed, sectors, readonly, w, static.warp_bytes, static.bypass)
+            if static.copy_mio:  # an L1-allocating cp.async's data pass the shared-memory pipe too
+                sp.mio.access(now, w.wavef[pos] * static.copy_mio, self.mio_queues, slot=False)
         else:
             done, accepted = self.l1.store(now, passed, sectors)
             sp.lsu.hold(accepted)
@@ -572,8 +586,9 @@ class SM:
 
     def _operands_ready(self, w: Warp, pc: int, t: float, now: float) -> tuple[float, int]:
         """When the warp's next instruction `pc`, which cannot issue before `t`, has its operands,
-        and what it waits for. Control codes: the scoreboards of its wait mask, or a DEPBAR's limit
-        of outstanding releases; otherwise the ready times of the registers it reads or writes."""
+        and what it waits for. Control codes: the scoreboards of its wait mask; otherwise the ready times
+        of the registers it reads or writes. Either way a DEPBAR's limit of outstanding releases (in
+        scoreboard mode only cp.async groups release)."""
         reason = S.WAIT
         if self.control_mode:
             sb = w.sb
@@ -583,20 +598,20 @@ class SM:
                     if rel > t:
                         t, reason = rel, (S.LONG_SB if is_long else S.SHORT_SB)
                     sb[b] = []
-            depbar = self.facts.depbars[pc]
-            if depbar is not None:
-                b, k = depbar
-                pend = sorted(rel for rel, _ in sb[b] if rel > now)
-                if len(pend) > k:
-                    rel = pend[len(pend) - k - 1]
-                    if rel > t:
-                        t, reason = rel, S.LONG_SB
         else:
             rr = w.reg_ready
             for d in self.facts.deps[pc]:
                 r = rr.get(d)
                 if r is not None and r[0] > t:
                     t, reason = r
+        depbar = self.facts.depbars[pc]  # (scoreboard mode: only LDGDEPBAR's groups are counted)
+        if depbar is not None:
+            b, k = depbar
+            pend = sorted(rel for rel, _ in w.sb[b] if rel > now)
+            if len(pend) > k:
+                rel = pend[len(pend) - k - 1]
+                if rel > t:
+                    t, reason = rel, S.LONG_SB
         return t, reason
 
     # ---- barriers and exit ------------------------------------------------------------------------

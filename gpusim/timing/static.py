@@ -31,6 +31,16 @@ class StaticInfo:
     readonly: bool  # a load through the read-only/texture path (LDG.CI, .CONSTANT, .NC): cached in L1
     warp_bytes: int = 0  # a global load's register data for a full warp: 32 lanes x access width
     smem_extra: float = 0.0  # a wide shared load's extra latency (sm.shared_memory.wide_load_extra_cycles)
+    bypass: bool = False  # a load that does not allocate in L1 (`_bypasses_l1`)
+    copy_role: int = 0  # cp.async: COPY (LDGSTS: global to shared), COMMIT (LDGDEPBAR: closes a group), else 0
+    copy_mio: float = 0.0  # shared-pipe wavefronts per 128 bytes an L1-allocating copy takes (l1_copy_wavefronts)
+
+
+# cp.async's parts (copy_role): a warp's LDGSTS since its last LDGDEPBAR form a group; LDGDEPBAR's
+# scoreboard (SB0) is released when the last of them has written shared memory, and DEPBAR.LE SB0, k
+# waits until at most k groups are pending [PTX ISA cp.async.commit_group / wait_group; the SASS
+# nvcc 13.0 makes of them, tests/data/cpasync/cpasync_forms_sm_90.sass]
+COPY, COMMIT = 1, 2
 
 
 def _ids(operands) -> tuple:
@@ -92,8 +102,24 @@ def static_info(program: Program, cfg) -> list[StaticInfo]:
             readonly=any(m in ins.modifiers for m in ("CI", "CONSTANT", "NC")) or ins.opcode == "TLD"
             or (ins.opcode == "LDG" and program.arch == "sm_35"),  # GK110's LDG is the read-only data cache path
             warp_bytes=32 * access_bits(ins.modifiers) // 8 if _kind(ins) == GLOAD else 0,
-            smem_extra=wide.get(access_bits(ins.modifiers), 0.0) if ins.opcode == "LDS" else 0.0))
+            smem_extra=wide.get(access_bits(ins.modifiers), 0.0) if ins.opcode == "LDS" else 0.0,
+            bypass=_bypasses_l1(ins),
+            copy_role=COPY if ins.opcode == "LDGSTS" else COMMIT if ins.opcode == "LDGDEPBAR" else 0,
+            copy_mio=cfg.sm.shared_memory.l1_copy_wavefronts if ins.opcode == "LDGSTS" and not _bypasses_l1(ins)
+            else 0.0))
     return out
+
+
+def _bypasses_l1(ins) -> bool:
+    """Global reads that do not allocate in L1 on any card: cp.async.cg (LDGSTS.BYPASS) [PTX ISA
+    cp.async], and loads at GPU or system scope (LDG.E.STRONG.GPU: ld.global.cg / __ldcg, ld.relaxed.gpu;
+    .STRONG.SYS: volatile), which must see other SMs' stores. H200 (validation/h200/cpasync/, bench/micro/
+    cpasync): a chase of __ldcg int4 loads over 32 KiB takes 333 cycles a step, the same chase of plain
+    loads 63 (L1 hits), cp.async.cg 353, cp.async.ca 104."""
+    mods = ins.modifiers
+    if ins.opcode == "LDGSTS":
+        return "BYPASS" in mods
+    return ins.opcode in ("LDG", "LD") and "STRONG" in mods and ("GPU" in mods or "SYS" in mods)
 
 
 def _busy_reason(kind: int) -> int:
@@ -135,16 +161,18 @@ class IssueFacts:
                         for s in static]
         # what issuing it does: (kind, pipe id, occupancy, latency, cycles to the warp's next issue at the
         # earliest (control codes: the stall count, at least 1; scoreboard: 1), write barrier, read barrier,
-        # writes a result or stores (the SM is busy until it lands), read-only path, destination ids, their
-        # scoreboard reason, a memory access (shared, global, constant))
+        # writes a result, stores or copies (the SM is busy until it lands), read-only path, destination ids,
+        # their scoreboard reason, a memory access (shared, global, constant), cp.async role)
         self.execute = [(s.kind, pipe_id[s.pipe], s.occupancy, tick(s.latency),
                          tick(max(s.stall, 1) if control_mode else 1), s.write_barrier, s.read_barrier,
-                         bool(s.dsts) or s.kind == GSTORE, s.readonly, s.dsts, S.SHORT_SB if s.variable else S.WAIT,
-                         s.kind in (SMEM, GLOAD, GSTORE, CMEM)) for s in static]
+                         bool(s.dsts) or s.kind == GSTORE or s.copy_role == COPY, s.readonly, s.dsts,
+                         S.SHORT_SB if s.variable else S.WAIT, s.kind in (SMEM, GLOAD, GSTORE, CMEM), s.copy_role)
+                        for s in static]
         # as the warp's next instruction: it may have to wait for operands beyond its issue slot (control
-        # codes: a scoreboard wait mask or DEPBAR; scoreboard mode: it reads or writes a register)
-        self.operand_wait = [bool(s.wait_mask or s.depbar is not None) if control_mode else bool(s.srcs or s.dsts)
-                             for s in static]
+        # codes: a scoreboard wait mask or DEPBAR; scoreboard mode: it reads or writes a register, or it is
+        # a DEPBAR, which waits for cp.async groups there too)
+        self.operand_wait = [bool(s.wait_mask or s.depbar is not None) if control_mode
+                             else bool(s.srcs or s.dsts or s.depbar is not None) for s in static]
         self.wait_barriers = [tuple(b for b in range(6) if s.wait_mask >> b & 1) for s in static]
         self.depbars = [s.depbar for s in static]
         # dual issue: the first of a possible pair (never a branch; Maxwell: marked in the listing) ...

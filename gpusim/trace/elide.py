@@ -22,7 +22,8 @@ import numpy as np
 
 from gpusim.errors import GpusimError
 
-GLOBAL_LOAD_OPCODES = ("LDG", "LD", "LDL", "TLD", "TEX")  # reads through L1/texture (timing.static's GLOAD)
+GLOBAL_LOAD_OPCODES = ("LDG", "LD", "LDL", "TLD", "TEX", "LDGSTS")  # reads through L1/texture (timing.static's GLOAD;
+# LDGSTS, cp.async, copies what it reads into shared memory)
 
 
 class TraceTooShort(GpusimError):

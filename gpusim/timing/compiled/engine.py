@@ -69,7 +69,8 @@ WARP = np.dtype([("gid", "i8"), ("cta", "i8"), ("sp", "i8"), ("pos", "i8"), ("en
                  # reaches left-out loop iterations, where a made-up one ends and where it goes on
                  ("shift", "i8"), ("gap_at", "i8"), ("jump_at", "i8"), ("jump_to", "i8"),
                  ("active", "?"),  # two_level_sticky: in its sub-partition's active set
-                 ("stores_done", "f8")])  # the cycle its global stores so far have left the SM (`SM._exit`'s drain)
+                 ("stores_done", "f8"),  # the cycle its global stores so far have left the SM (`SM._exit`'s drain)
+                 ("copies_done", "f8")])  # the cycle its cp.async copies since its last LDGDEPBAR are done
 CTA = np.dtype([("cid", "i8"), ("live", "i8"), ("arrived", "i8"), ("launched", "f8"), ("used", "?"),
                 ("drained", "f8")])  # the cycle its exited warps' stores have left the SM
 SUB_PARTITION = np.dtype([("dispatch_free", "f8"), ("last", "i8"), ("wake", "f8"), ("dirty", "?"), ("nw", "i8"),
@@ -106,7 +107,8 @@ State = namedtuple("State", [
     "pcs", "mem_rows", "regc", "wavef", "glines", "warp_begin", "warp_end", "warp_more", "sector_start",
     "sector_list", "sector_base",
     # per static instruction (static.IssueFacts)
-    "kind", "pipe", "occupancy", "latency", "stall", "wbar", "rbar", "writes", "readonly", "warp_bytes", "smem_extra",
+    "kind", "pipe", "occupancy", "latency", "stall", "wbar", "rbar", "writes", "readonly", "bypass", "copy_role",
+    "copy_mio", "warp_bytes", "smem_extra",
     "result_reason", "is_mem", "queue", "qstore", "busy_reason", "operand_wait", "wait_mask", "depbar_b", "depbar_k",
     "pairs", "second_ok", "deps_start", "deps_ids", "dsts_start", "dsts_ids",
     # per sub-partition, SM, warp slot
@@ -258,7 +260,10 @@ def build(gpu, occ, ctas, arrays: dict, primed: int | None = None, sampled: dict
         kind=col(0, np.int64), pipe=col(1, np.int64), occupancy=col(2, np.float64), latency=col(3, np.float64),
         stall=col(4, np.float64), wbar=np.array([-1 if e[5] is None else e[5] for e in ex], dtype=np.int64),
         rbar=np.array([-1 if e[6] is None else e[6] for e in ex], dtype=np.int64), writes=col(7, np.bool_),
-        readonly=col(8, np.bool_), warp_bytes=np.array([s.warp_bytes for s in static], dtype=np.int64),
+        readonly=col(8, np.bool_), bypass=np.array([s.bypass for s in static], dtype=np.bool_),
+        copy_role=np.array([s.copy_role for s in static], dtype=np.int64),
+        copy_mio=np.array([s.copy_mio for s in static], dtype=np.float64),
+        warp_bytes=np.array([s.warp_bytes for s in static], dtype=np.int64),
         smem_extra=np.array([s.smem_extra for s in static], dtype=np.float64),
         result_reason=col(10, np.int64), is_mem=col(11, np.bool_),
         queue=np.array([a[1] for a in facts.attempt], dtype=np.int64), qstore=np.array(queue_stores(static), dtype=np.bool_),
@@ -372,6 +377,9 @@ def _as_state(owned):
     st.rbar = _borrowed(owned.rbar)
     st.writes = _borrowed(owned.writes)
     st.readonly = _borrowed(owned.readonly)
+    st.bypass = _borrowed(owned.bypass)
+    st.copy_role = _borrowed(owned.copy_role)
+    st.copy_mio = _borrowed(owned.copy_mio)
     st.warp_bytes = _borrowed(owned.warp_bytes)
     st.smem_extra = _borrowed(owned.smem_extra)
     st.result_reason = _borrowed(owned.result_reason)

@@ -293,7 +293,7 @@ def rewarm_l1(st, sm, w, offset):
     for p in range(wr.pos - offset + 1, wr.pos):
         pc = st.pcs[p]
         row = st.mem_rows[p]
-        if st.kind[pc] == GLOAD and row >= 0 and (cached or st.readonly[pc]):
+        if st.kind[pc] == GLOAD and row >= 0 and (cached or st.readonly[pc]) and not st.bypass[pc]:
             base = st.sector_base[row]
             for i in range(st.sector_start[row], st.sector_start[row + 1]):
                 L.cache_touch(l1, base + st.sector_list[i])

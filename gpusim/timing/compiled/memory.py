@@ -167,11 +167,11 @@ def data_book(st, sm, now, arrive, units, done):
 
 
 @njit
-def queue_access(st, q, stage, first_q, step, count, now, units, unified, store):
+def queue_access(st, q, stage, first_q, step, count, now, units, unified, store, slot=True):
     """`AccessQueue.access`: an instruction of `units` (a `store`) enters queue `q` at `now`; (cycle it starts to
     pass, cycle it has passed). The `count` queues `first_q`, `first_q` + `step`, ... share `stage`
     (`SM.mio_queues` / `SM.lsu_queues`: the SM's queues of one kind, step 2); `unified`: a unified
-    data stage follows (the SM's, `stage` // 2)."""
+    data stage follows (the SM's, `stage` // 2); `slot` False: it holds no place of the queue."""
     row = st.q[q]
     srow = st.stage[stage]
     if row.rate < 0.0:
@@ -195,9 +195,10 @@ def queue_access(st, q, stage, first_q, step, count, now, units, unified, store)
             done = data_passed(st, stage // 2, stage % 2, now, units, done)
         if done > row.free:
             row.free = done
-    row.n = _push(st.q_buf[q], row.head, row.n, done)
-    if store and row.sdepth > 0:
-        row.sn = _push(st.qs_buf[q], row.shead, row.sn, done)
+    if slot:
+        row.n = _push(st.q_buf[q], row.head, row.n, done)
+        if store and row.sdepth > 0:
+            row.sn = _push(st.qs_buf[q], row.shead, row.sn, done)
     return start, done
 
 
@@ -472,14 +473,14 @@ def _miss_slot(st, w, now, nbytes):
 
 
 @njit
-def l1_load(st, sm, w, now, ready, lo, hi, base, readonly, nbytes):
+def l1_load(st, sm, w, now, ready, lo, hi, base, readonly, nbytes, bypass):
     """`L1.load`: a load issued at `now` whose lines passed the tag stage at `ready`, touching the
     sectors `base + st.sector_list[lo:hi]`; the cycle its data is there."""
     m = st.mem[0]
     missing = st.scratch_sectors
     k = 0
     filling = -np.inf  # the latest fill among the sectors found in L1 (one still in flight: later than now)
-    cached = m.caches_loads or readonly
+    cached = (m.caches_loads or readonly) and not bypass
     l1 = (st.l1_slots[sm], st.l1_links[sm], st.l1_keys[sm], st.l1_vals[sm], st.l1_meta[sm], st.l1_free[sm])
     if cached:
         for i in range(lo, hi):

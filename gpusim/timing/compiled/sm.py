@@ -21,7 +21,7 @@ from numba import njit
 from gpusim.timing import stalls as S
 from gpusim.timing.compiled import loops as P
 from gpusim.timing.compiled import memory as M
-from gpusim.timing.static import BAR, BRANCH, CMEM, GLOAD, SMEM
+from gpusim.timing.static import BAR, BRANCH, CMEM, COMMIT, COPY, GLOAD, SMEM
 
 EPS = 1e-9
 INF = np.inf
@@ -98,6 +98,7 @@ def launch(st, sm, cid, now):
         wr.at_barrier = False
         wr.active = False
         wr.stores_done = 0.0
+        wr.copies_done = 0.0
         wr.age = smr.age
         wr.shift = -start
         wr.jump_at = -1
@@ -489,6 +490,16 @@ def execute(st, sm, sp, w, pc, now):
         done, long_wait, read = now + st.latency[pc] + regc, False, now + 2 + regc
     else:
         done, long_wait, read = now + st.latency[pc], False, now + 2
+    role = st.copy_role[pc]
+    if role == COPY:  # (`SM._execute`: cp.async groups)
+        if done > wr.copies_done:
+            wr.copies_done = done
+    elif role == COMMIT:
+        done = wr.copies_done if wr.copies_done > now + 2 else now + 2
+        long_wait = True
+        wr.copies_done = now
+        if not c.control_mode:
+            sb_push(st, w, st.wbar[pc] if st.wbar[pc] >= 0 else 0, done, True, now)
     if st.writes[pc] and done > smr.last_done:
         smr.last_done = done
     pos += 1
@@ -585,7 +596,10 @@ def access(st, sm, sp, w, kind, pos, pc, now):
     row = st.mem_rows[pos]
     lo, hi, base = st.sector_start[row], st.sector_start[row + 1], st.sector_base[row]
     if kind == GLOAD:
-        done = M.l1_load(st, sm, w, now, passed, lo, hi, base, st.readonly[pc], st.warp_bytes[pc])
+        done = M.l1_load(st, sm, w, now, passed, lo, hi, base, st.readonly[pc], st.warp_bytes[pc], st.bypass[pc])
+        if st.copy_mio[pc] > 0.0:  # (`SM._access`: an L1-allocating cp.async's passes of the shared-memory pipe)
+            M.queue_access(st, sp * 2 + M.MIO, sm * 2 + M.MIO, first + M.MIO, 2, c.n_sp, now,
+                           st.wavef[pos] * st.copy_mio[pc], c.unified_stage, False, False)
     else:
         done, accepted = M.store(st, now, lo, hi, base, passed)
         M.queue_hold(st, sp * 2 + M.LSU, accepted)
@@ -619,24 +633,24 @@ def operands_ready(st, w, pc, t, now):
                 if rel > t:
                     t, reason = rel, (LONG_SB if is_long else SHORT_SB)
                 st.sb_n[w, b] = 0
-        b = st.depbar_b[pc]
-        if b >= 0:
-            k = st.depbar_k[pc]
-            pend = st.scratch_pend
-            n = 0
-            for i in range(st.sb_n[w, b]):
-                if st.sb_rel[w, b, i] > now:
-                    pend[n] = st.sb_rel[w, b, i]
-                    n += 1
-            if n > k:
-                rel = np.sort(pend[:n])[n - k - 1]
-                if rel > t:
-                    t, reason = rel, LONG_SB
     else:
         for i in range(st.deps_start[pc], st.deps_start[pc + 1]):
             d = st.deps_ids[i]
             if st.rr_t[w, d] > t:
                 t, reason = st.rr_t[w, d], st.rr_r[w, d]
+    b = st.depbar_b[pc]
+    if b >= 0:
+        k = st.depbar_k[pc]
+        pend = st.scratch_pend
+        n = 0
+        for i in range(st.sb_n[w, b]):
+            if st.sb_rel[w, b, i] > now:
+                pend[n] = st.sb_rel[w, b, i]
+                n += 1
+        if n > k:
+            rel = np.sort(pend[:n])[n - k - 1]
+            if rel > t:
+                t, reason = rel, LONG_SB
     return t, reason
 
 

@@ -217,9 +217,11 @@ class AccessQueue:
                 return stores[0]
         return None
 
-    def access(self, now: float, units: float, queues, store: bool = False) -> tuple[float, float]:
+    def access(self, now: float, units: float, queues, store: bool = False, slot: bool = True) -> tuple[float, float]:
         """An instruction of `units` (a `store`) enters at `now`: (cycle it starts to pass, cycle it
-        has passed). `queues`: all the queues of this kind of the SM (they share the stage)."""
+        has passed). `queues`: all the queues of this kind of the SM (they share the stage). `slot`
+        False: work that passes the queue's stage without holding one of its places (an L1-allocating
+        cp.async's data, whose instruction waits in the LSU queue)."""
         stage = self.stage
         if self.rate is None:
             start = stage.free if stage.free > now else now
@@ -234,9 +236,10 @@ class AccessQueue:
             done = data.book(now, start, units, done) if data.booked else data.passed(now, self.kind, units, done)
             if done > self.free:
                 self.free = done
-        self.leaving.append(done)
-        if store and self.store_depth is not None:
-            self.stores.append(done)
+        if slot:
+            self.leaving.append(done)
+            if store and self.store_depth is not None:
+                self.stores.append(done)
         return start, done
 
     def hold(self, until: float) -> None:

@@ -63,6 +63,7 @@ def test_h200_is_the_h100_sm_with_its_own_memory():
     assert h200.memory.l2.size_bytes == 62914560  # Nsight's device__attribute_l2_cache_size on the H200
     assert h200.memory.dram.bandwidth_gb_s > 1.4 * h100.memory.dram.bandwidth_gb_s
     assert h200.memory.dram.latency_cycles == h100.memory.dram.latency_cycles
+    assert h200.memory.l2.bandwidth_bytes_per_cycle > 1.15 * h100.memory.l2.bandwidth_bytes_per_cycle  # memory2_h200.json
 
 
 def test_load_by_path_equals_load_by_id():

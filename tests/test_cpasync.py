@@ -155,3 +155,34 @@ def test_l1_allocating_copies_take_the_shared_pipe():
     some = _cycles(trace, emu, wl, 128)
     many = _cycles(trace, emu, wl, 128, {"sm.shared_memory.l1_copy_wavefronts": 8.0})
     assert none < some < many, (none, some, many)
+
+
+def test_sampled_mode_engines_agree_and_follow_detailed_mode(monkeypatch):
+    """Sampled mode on copies: both engines to the bit, with main-loop iterations left out of the trace
+    and made up from the kept ones (8 kept at each end), and within 5% of detailed mode's cycles."""
+    import gpusim.timing.sampling as sampling
+    from gpusim.timing.driver import sampled_ctas, time_emulated
+
+    n = 512
+    wl = load_workload(DATA / "cpasync_gemm.yaml")
+    program = parse_listing(DATA / "cpasync_gemm_sm_90.sass")
+    cfg = load_gpu("h100")
+    launch, params, memory, _ = build_launch(wl, program, n)
+    emu = Emulator(program, launch, params, memory, ctas=sampled_ctas(wl, n, cfg)).run()
+    emu.params = params
+    monkeypatch.setattr(sampling, "KEEP_HEAD", 8)
+    monkeypatch.setattr(sampling, "KEEP_TAIL", 8)
+    out = {}
+    for engine in ("compiled", "objects"):
+        GPU.engine = engine
+        try:
+            out[engine] = time_emulated(emu, wl, cfg, n, "sampled").model_dump()
+        finally:
+            GPU.engine = "compiled"
+    differ = sorted(k for k in out["objects"] if out["compiled"][k] != out["objects"][k])
+    assert not differ, f"the engines disagree on {differ}"
+    assert out["compiled"]["sampling"]["synthesized_iterations"] > 0  # iterations were made up
+    full = Emulator(program, *build_launch(wl, program, n)[:3]).run()
+    detailed = GPU(full.program, DynamicTrace.from_emulator(full, workload=wl.name, size=n), cfg,
+                   footprint_bytes=input_bytes(wl, n)).run(wl.name, n).cycles
+    assert abs(out["compiled"]["cycles"] / detailed - 1) < 0.05, (out["compiled"]["cycles"], detailed)

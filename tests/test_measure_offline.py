@@ -691,6 +691,19 @@ def test_profiler_with_the_l1_set_asks_for_the_data_stage_wavefronts(tmp_path):
     assert run.parse_args(["--out", "x", "--ncu-metrics", "l1"]).ncu_metrics == "l1"
 
 
+def test_profiler_with_the_l2_set_asks_for_the_partitions_traffic(tmp_path):
+    """`--ncu-metrics l2`: L2 sectors from the SMs and from the other partition (ltcfabric), with DRAM bytes."""
+    from gpusim.measure import run
+
+    calls = []
+    res = ncu.NcuProfiler("ncu", tmp_path, runner=_fake_ncu(set(), calls), metric_set="l2").profile("w__n512", "k",
+                                                                                                     ["python3"])
+    assert res["error"] is None and len(calls) == 1
+    assert {"lts__t_sectors_srcunit_ltcfabric.sum", "lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum",
+            "dram__bytes_write.sum"} <= set(calls[0])
+    assert run.parse_args(["--out", "x", "--ncu-metrics", "l2"]).ncu_metrics == "l2"
+
+
 def test_profiler_drops_the_priming_launch(tmp_path):
     """The child's priming kernel is profiled first (Nsight's first profiled launch carries dirty data of
     its own) and its row never stands for the workload's launch."""

@@ -77,6 +77,14 @@ METRIC_SETS: dict[str, tuple[str, ...] | None] = {
            "l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_read.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_cmd_read.sum",
            "l1tex__data_pipe_lsu_wavefronts.sum", "l1tex__data_bank_conflicts_pipe_lsu_mem_gds_op_ld.sum",
            "l1tex__data_bank_reads.sum", "smsp__inst_executed_op_global_ld.sum", "smsp__inst_executed_op_shared_ld.sum"),
+    # the L2's traffic by source: the SMs (tex) and the other partition (ltcfabric: the GH100's L2 is two
+    # partitions; is a line read from the far one kept a second time, as bench/micro/l2_policy_fit.py's
+    # two_halves policy says?), with DRAM's bytes and the sectors filled from it, in one profile
+    "l2": ("gpc__cycles_elapsed.max", "dram__bytes_read.sum", "dram__bytes_write.sum", "lts__d_sectors_fill_device.sum",
+           "lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum",
+           "lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum", "lts__t_sectors_srcunit_tex_op_write.sum",
+           "lts__t_sectors_srcunit_ltcfabric.sum", "lts__t_sectors_srcunit_ltcfabric_op_read_lookup_hit.sum",
+           "lts__t_sectors_srcunit_ltcfabric_op_read_lookup_miss.sum", "lts__t_sectors_srcunit_ltcfabric_op_write.sum"),
 }
 IDENTITY = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
             "Block Size", "Grid Size", "Device", "CC")

@@ -56,9 +56,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--ncu", action="store_true", help="also profile one launch per run with Nsight Compute")
     p.add_argument("--ncu-path", default=None, help="ncu executable (default: PATH, /opt/nvidia/nsight-compute)")
     p.add_argument("--ncu-sizes", default="all", help="all | largest | smallest | N,N: which sizes ncu profiles")
-    p.add_argument("--ncu-metrics", default="all", choices=("all", "dram", "l1"),
+    p.add_argument("--ncu-metrics", default="all", choices=("all", "dram", "l1", "l2"),
                    help="all: every metric group (many replay passes); dram: DRAM bytes and cycles in one pass; "
-                        "l1: the L1 data stage's wavefronts by memory space")
+                        "l1: the L1 data stage's wavefronts by memory space; l2: L2 sectors by source (SMs, the "
+                        "other L2 partition), hits and misses, with DRAM bytes")
     p.add_argument("--ncu-timeout", type=float, default=300.0, help="seconds per ncu invocation")
     p.add_argument("--nvcc", default=None, help="nvcc executable (default: $GPUSIM_NVCC13, PATH, /usr/local/cuda)")
     p.add_argument("--cache-dir", type=Path, default=None, help="cubin cache (default DIR/cubins)")

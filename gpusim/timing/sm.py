@@ -502,8 +502,10 @@ class SM:
             else:
                 done, long_wait = max(w.copies_done, now + 2), True
                 w.copies_done = now
+                groups = w.sb[wbar if wbar is not None else 0]
+                groups[:] = [g for g in groups if g[0] > now]  # (released groups no longer count: a long loop's list stays short)
                 if not self.control_mode:  # (control codes: its write barrier, SB0, below)
-                    w.sb[wbar if wbar is not None else 0].append((done, True))
+                    groups.append((done, True))
         if writes and done > self.last_done:  # results and stores, not EXIT/BRA
             self.last_done = done
         pos += 1

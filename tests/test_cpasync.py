@@ -86,6 +86,7 @@ def test_static_facts_of_the_copies():
     assert ca.copy_role == cg.copy_role == COPY
     assert not ca.bypass and cg.bypass  # .cg does not allocate in L1
     assert ca.copy_mio == cfg.sm.shared_memory.l1_copy_wavefronts > 0 and cg.copy_mio == 0
+    assert ca.l1_cached and not cg.l1_cached  # (the H100 caches global loads in L1)
 
 
 def test_gpu_scope_loads_bypass_l1():
@@ -103,8 +104,8 @@ def test_gpu_scope_loads_bypass_l1():
     assert not _bypasses_l1(ins("LDG", "E", "STRONG", "SM"))  # CTA-scope: L1 is coherent for it
     cfg = load_gpu("h100")
     l1 = L1(cfg, MemorySystem(cfg, cfg.clock_mhz))
-    first = l1.load(0.0, 0.0, [7], bypass=True)
-    again = l1.load(first + 10, first + 10, [7], bypass=True)
+    first = l1.load(0.0, 0.0, [7], cached=False)  # (a bypassing load: StaticInfo.l1_cached False)
+    again = l1.load(first + 10, first + 10, [7], cached=False)
     assert again - (first + 10) > 100 and l1.cache.hits == 0  # an L2 trip again, no L1 hit
     hit = l1.load(again + 10, again + 10, [9]), l1.load(again + 2000, again + 2000, [9])
     assert hit[1] - (again + 2000) < 100  # a plain load's second touch hits L1

@@ -194,10 +194,8 @@ class GPU:
         starts = np.asarray(self._sector_start[:len(self.trace.addresses) + 1], dtype=np.int64)
         touched = np.zeros(len(rows))
         touched[glob] = (starts[rows[glob] + 1] - starts[rows[glob]]) * self._record_weights()[glob]
-        readonly = np.array([s.readonly for s in self.static], dtype=bool)[rec["pc_index"]]
-        bypass = np.array([s.bypass for s in self.static], dtype=bool)[rec["pc_index"]]
+        cached = np.array([s.l1_cached for s in self.static], dtype=bool)[rec["pc_index"]]
         load = kinds == GLOAD
-        cached = load & (readonly | self.cfg.memory.l1.caches_global_loads) & ~bypass
         return float(touched[cached].sum()), float(touched[load & ~cached].sum()), float(touched[kinds == GSTORE].sum())
 
     def _executed(self) -> np.ndarray:

@@ -30,7 +30,6 @@ from bisect import bisect_left
 
 import numpy as np
 
-from gpusim.timing.static import GLOAD
 from gpusim.trace.elide import TraceTooShort, main_loop_branch
 
 # iterations kept at each end of the main loop when the trace is built for sampled mode: convergence
@@ -153,11 +152,11 @@ class Sampler:
         whose hit rate is 3/4 on every SM. So the sectors of the L1-cached global loads it passed
         in the landing iteration (the `offset` - 1 records before its position) are put in its
         SM's L1 as if loaded, uncounted (a sector already there becomes the newest)."""
-        cache, cached = sm.l1.cache, sm.l1.caches_loads
+        cache = sm.l1.cache
         for pos in range(w.pos - offset + 1, w.pos):
             static = sm.static[w.pcs[pos]]
             row = w.mem_rows[pos]
-            if static.kind == GLOAD and row >= 0 and (cached or static.readonly) and not static.bypass:
+            if static.l1_cached and row >= 0:
                 for s in self.gpu.sectors(row):
                     cache.touch(s)
 

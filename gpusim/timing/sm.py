@@ -479,7 +479,7 @@ class SM:
         cycles hold the dispatch port, or a multi-cycle pipe's issue (Nsight: dispatch_stall on
         FFMAs, math_pipe_throttle on DFMAs), and do not delay the result: a dependent FFMA or DFMA
         chain runs at the unit's latency whatever its sources (validation/h100/micro/micro_h100.json)."""
-        kind, pipe, occupancy, latency, stall, wbar, rbar, writes, readonly, dsts, result_reason, mem, role = \
+        kind, pipe, occupancy, latency, stall, wbar, rbar, writes, l1_cached, dsts, result_reason, mem, role = \
             self.execute_facts[pc]
         pos = w.pos
         pipes = sp.pipes
@@ -489,7 +489,7 @@ class SM:
         self.issued += 1
         regc = w.regc[pos]
         if mem:
-            done, long_wait, read = self._access(sp, w, kind, pos, readonly, now)
+            done, long_wait, read = self._access(sp, w, kind, pos, l1_cached, now)
             read += regc
         elif regc and not self.read_ports:
             done, long_wait, read = now + latency + regc, False, now + 2 + regc
@@ -552,7 +552,7 @@ class SM:
                 sp.dispatch_free = now + 1 + regc
         w.ready_at, w.reason = t, reason
 
-    def _access(self, sp: SubPartition, w: Warp, kind: int, pos: int, readonly: bool,
+    def _access(self, sp: SubPartition, w: Warp, kind: int, pos: int, l1_cached: bool,
                 now: float) -> tuple[float, bool, float]:
         """A memory access: (cycle its data is there, long scoreboard?, cycle its registers have been
         read, before bank-conflict cycles: `sm.access_registers_read_at` after issue or after it starts
@@ -574,7 +574,7 @@ class SM:
         sectors = self.gpu.sectors(w.mem_rows[pos])
         if kind == GLOAD:
             static = self.static[w.pcs[pos]]
-            done = self.l1.load(now, passed, sectors, readonly, w, static.warp_bytes, static.bypass)
+            done = self.l1.load(now, passed, sectors, l1_cached, w, static.warp_bytes)
             if static.copy_mio:  # an L1-allocating cp.async's data pass the shared-memory pipe too
                 sp.mio.access(now, w.wavef[pos] * static.copy_mio, self.mio_queues, slot=False)
         else:

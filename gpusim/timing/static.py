@@ -32,6 +32,8 @@ class StaticInfo:
     warp_bytes: int = 0  # a global load's register data for a full warp: 32 lanes x access width
     smem_extra: float = 0.0  # a wide shared load's extra latency (sm.shared_memory.wide_load_extra_cycles)
     bypass: bool = False  # a load that does not allocate in L1 (`_bypasses_l1`)
+    l1_cached: bool = False  # a global load whose sectors L1 holds: the read-only path on every card, plain loads
+    # where the card caches them (memory.l1.caches_global_loads), never a `bypass` load
     copy_role: int = 0  # cp.async: COPY (LDGSTS: global to shared), COMMIT (LDGDEPBAR: closes a group), else 0
     copy_mio: float = 0.0  # shared-pipe wavefronts per 128 bytes an L1-allocating copy takes (l1_copy_wavefronts)
 
@@ -83,6 +85,7 @@ def _kind(ins) -> int:
 def static_info(program: Program, cfg) -> list[StaticInfo]:
     units = cfg.sm.units
     wide = cfg.sm.shared_memory.wide_load_extra_cycles
+    caches_loads = cfg.memory.l1.caches_global_loads
     out = []
     for ins in program.instructions:
         unit = units[ins.unit]
@@ -94,19 +97,19 @@ def static_info(program: Program, cfg) -> list[StaticInfo]:
             k = next((s.value for s in ins.srcs if s.kind == "imm"), 0)
             depbar = (sb, k)
         c = ins.control
+        kind, bypass = _kind(ins), _bypasses_l1(ins)
+        readonly = any(m in ins.modifiers for m in ("CI", "CONSTANT", "NC")) or ins.opcode == "TLD" \
+            or (ins.opcode == "LDG" and program.arch == "sm_35")  # GK110's LDG is the read-only data cache path
         out.append(StaticInfo(
-            kind=_kind(ins), pipe=unit.pipe, occupancy=32.0 / unit.lanes, latency=unit.latency_cycles,
+            kind=kind, pipe=unit.pipe, occupancy=32.0 / unit.lanes, latency=unit.latency_cycles,
             variable=ins.latency_class == "variable", srcs=srcs, dsts=_ids(ins.dsts),
             stall=c.stall if c.stall is not None else 1, wait_mask=c.wait_mask,
             write_barrier=c.write_barrier, read_barrier=c.read_barrier, dual=ins.dual_issue, depbar=depbar,
-            readonly=any(m in ins.modifiers for m in ("CI", "CONSTANT", "NC")) or ins.opcode == "TLD"
-            or (ins.opcode == "LDG" and program.arch == "sm_35"),  # GK110's LDG is the read-only data cache path
-            warp_bytes=32 * access_bits(ins.modifiers) // 8 if _kind(ins) == GLOAD else 0,
+            readonly=readonly, warp_bytes=32 * access_bits(ins.modifiers) // 8 if kind == GLOAD else 0,
             smem_extra=wide.get(access_bits(ins.modifiers), 0.0) if ins.opcode == "LDS" else 0.0,
-            bypass=_bypasses_l1(ins),
+            bypass=bypass, l1_cached=kind == GLOAD and (caches_loads or readonly) and not bypass,
             copy_role=COPY if ins.opcode == "LDGSTS" else COMMIT if ins.opcode == "LDGDEPBAR" else 0,
-            copy_mio=cfg.sm.shared_memory.l1_copy_wavefronts if ins.opcode == "LDGSTS" and not _bypasses_l1(ins)
-            else 0.0))
+            copy_mio=cfg.sm.shared_memory.l1_copy_wavefronts if ins.opcode == "LDGSTS" and not bypass else 0.0))
     return out
 
 
@@ -161,11 +164,11 @@ class IssueFacts:
                         for s in static]
         # what issuing it does: (kind, pipe id, occupancy, latency, cycles to the warp's next issue at the
         # earliest (control codes: the stall count, at least 1; scoreboard: 1), write barrier, read barrier,
-        # writes a result, stores or copies (the SM is busy until it lands), read-only path, destination ids,
+        # writes a result, stores or copies (the SM is busy until it lands), L1 holds its sectors, destination ids,
         # their scoreboard reason, a memory access (shared, global, constant), cp.async role)
         self.execute = [(s.kind, pipe_id[s.pipe], s.occupancy, tick(s.latency),
                          tick(max(s.stall, 1) if control_mode else 1), s.write_barrier, s.read_barrier,
-                         bool(s.dsts) or s.kind == GSTORE or s.copy_role == COPY, s.readonly, s.dsts,
+                         bool(s.dsts) or s.kind == GSTORE or s.copy_role == COPY, s.l1_cached, s.dsts,
                          S.SHORT_SB if s.variable else S.WAIT, s.kind in (SMEM, GLOAD, GSTORE, CMEM), s.copy_role)
                         for s in static]
         # as the warp's next instruction: it may have to wait for operands beyond its issue slot (control

@@ -48,7 +48,7 @@ CONFIG = np.dtype([("control_mode", "?"), ("dual", "i8"), ("policy", "i8"), ("tw
                    ("room_rows", "i8"), ("room_sectors", "i8"), ("room_strides", "i8")])
 MEMORY = np.dtype([("sector_bytes", "i8"), ("l2_latency", "f8"), ("l2_bpc", "f8"), ("write_cost", "f8"),
                    ("line_sectors", "f8"), ("sectors_per_line", "i8"), ("fetch_sectors", "i8"), ("dram_bpc", "f8"), ("dram_latency", "f8"),
-                   ("l1_latency", "f8"), ("caches_loads", "?"), ("miss_limit", "i8"), ("reach", "i8"),
+                   ("l1_latency", "f8"), ("miss_limit", "i8"), ("reach", "i8"),
                    ("l2q_free", "f8"), ("dram_free", "f8"), ("l2_queue_bytes", "f8"), ("l2_bytes", "i8"),
                    ("dram_read", "i8"), ("dram_write", "i8"),
                    # sampled mode: the share of L2 misses that move DRAM bytes (-1: all) and its credit
@@ -107,7 +107,7 @@ State = namedtuple("State", [
     "pcs", "mem_rows", "regc", "wavef", "glines", "warp_begin", "warp_end", "warp_more", "sector_start",
     "sector_list", "sector_base",
     # per static instruction (static.IssueFacts)
-    "kind", "pipe", "occupancy", "latency", "stall", "wbar", "rbar", "writes", "readonly", "bypass", "copy_role",
+    "kind", "pipe", "occupancy", "latency", "stall", "wbar", "rbar", "writes", "l1_cached", "copy_role",
     "copy_mio", "warp_bytes", "smem_extra",
     "result_reason", "is_mem", "queue", "qstore", "busy_reason", "operand_wait", "wait_mask", "depbar_b", "depbar_k",
     "pairs", "second_ok", "deps_start", "deps_ids", "dsts_start", "dsts_ids",
@@ -199,7 +199,7 @@ def build(gpu, occ, ctas, arrays: dict, primed: int | None = None, sampled: dict
     mem = np.zeros(1, dtype=MEMORY)
     mem[0] = (memory.sector_bytes, memory.l2_latency, memory.l2_queue.bytes_per_cycle, memory.write_cost,
               memory.line_sectors or 0.0, memory.sectors_per_line, memory.fetch_sectors, memory.dram.queue.bytes_per_cycle, memory.dram.latency,
-              l1.latency, l1.caches_loads, -1 if l1.miss_limit is None else l1.miss_limit, memory.reach_capacity,
+              l1.latency, -1 if l1.miss_limit is None else l1.miss_limit, memory.reach_capacity,
               0, 0, 0, 0, 0, 0, -1.0 if memory.dram_fraction is None else memory.dram_fraction, 0.0,
               memory.dram.load_wait, memory.dram.window, memory.dram.rho_max, 0.0, 0.0, 0.0,
               memory.dram.write_wait, 0.0, 0.0, memory.dram.write_spread, memory.dram.read_spread,
@@ -260,7 +260,7 @@ def build(gpu, occ, ctas, arrays: dict, primed: int | None = None, sampled: dict
         kind=col(0, np.int64), pipe=col(1, np.int64), occupancy=col(2, np.float64), latency=col(3, np.float64),
         stall=col(4, np.float64), wbar=np.array([-1 if e[5] is None else e[5] for e in ex], dtype=np.int64),
         rbar=np.array([-1 if e[6] is None else e[6] for e in ex], dtype=np.int64), writes=col(7, np.bool_),
-        readonly=col(8, np.bool_), bypass=np.array([s.bypass for s in static], dtype=np.bool_),
+        l1_cached=col(8, np.bool_),
         copy_role=np.array([s.copy_role for s in static], dtype=np.int64),
         copy_mio=np.array([s.copy_mio for s in static], dtype=np.float64),
         warp_bytes=np.array([s.warp_bytes for s in static], dtype=np.int64),
@@ -376,8 +376,7 @@ def _as_state(owned):
     st.wbar = _borrowed(owned.wbar)
     st.rbar = _borrowed(owned.rbar)
     st.writes = _borrowed(owned.writes)
-    st.readonly = _borrowed(owned.readonly)
-    st.bypass = _borrowed(owned.bypass)
+    st.l1_cached = _borrowed(owned.l1_cached)
     st.copy_role = _borrowed(owned.copy_role)
     st.copy_mio = _borrowed(owned.copy_mio)
     st.warp_bytes = _borrowed(owned.warp_bytes)

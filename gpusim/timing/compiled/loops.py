@@ -288,12 +288,11 @@ def rewarm_l1(st, sm, w, offset):
     the iteration it was moved into (its `offset` - 1 records before its position, contiguous in the
     arrays) go into SM `sm`'s L1, uncounted, in the order its loads would have put them there."""
     wr = st.w[w]
-    cached = st.mem[0].caches_loads
     l1 = (st.l1_slots[sm], st.l1_links[sm], st.l1_keys[sm], st.l1_vals[sm], st.l1_meta[sm], st.l1_free[sm])
     for p in range(wr.pos - offset + 1, wr.pos):
         pc = st.pcs[p]
         row = st.mem_rows[p]
-        if st.kind[pc] == GLOAD and row >= 0 and (cached or st.readonly[pc]) and not st.bypass[pc]:
+        if st.l1_cached[pc] and row >= 0:
             base = st.sector_base[row]
             for i in range(st.sector_start[row], st.sector_start[row + 1]):
                 L.cache_touch(l1, base + st.sector_list[i])

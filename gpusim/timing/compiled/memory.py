@@ -473,14 +473,13 @@ def _miss_slot(st, w, now, nbytes):
 
 
 @njit
-def l1_load(st, sm, w, now, ready, lo, hi, base, readonly, nbytes, bypass):
+def l1_load(st, sm, w, now, ready, lo, hi, base, cached, nbytes):
     """`L1.load`: a load issued at `now` whose lines passed the tag stage at `ready`, touching the
-    sectors `base + st.sector_list[lo:hi]`; the cycle its data is there."""
+    sectors `base + st.sector_list[lo:hi]` (`cached`: L1 holds them); the cycle its data is there."""
     m = st.mem[0]
     missing = st.scratch_sectors
     k = 0
     filling = -np.inf  # the latest fill among the sectors found in L1 (one still in flight: later than now)
-    cached = (m.caches_loads or readonly) and not bypass
     l1 = (st.l1_slots[sm], st.l1_links[sm], st.l1_keys[sm], st.l1_vals[sm], st.l1_meta[sm], st.l1_free[sm])
     if cached:
         for i in range(lo, hi):

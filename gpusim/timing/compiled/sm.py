@@ -596,7 +596,7 @@ def access(st, sm, sp, w, kind, pos, pc, now):
     row = st.mem_rows[pos]
     lo, hi, base = st.sector_start[row], st.sector_start[row + 1], st.sector_base[row]
     if kind == GLOAD:
-        done = M.l1_load(st, sm, w, now, passed, lo, hi, base, st.readonly[pc], st.warp_bytes[pc], st.bypass[pc])
+        done = M.l1_load(st, sm, w, now, passed, lo, hi, base, st.l1_cached[pc], st.warp_bytes[pc])
         if st.copy_mio[pc] > 0.0:  # (`SM._access`: an L1-allocating cp.async's passes of the shared-memory pipe)
             M.queue_access(st, sp * 2 + M.MIO, sm * 2 + M.MIO, first + M.MIO, 2, c.n_sp, now,
                            st.wavef[pos] * st.copy_mio[pc], c.unified_stage, False, False)

@@ -39,13 +39,13 @@ class L1:
         self.miss_limit = l1.miss_bytes_per_warp  # None: no per-warp limit
         self.memory = memory
 
-    def load(self, now: float, ready: float, sectors, readonly: bool = False, warp=None, nbytes: int = 0,
-             bypass: bool = False) -> float:
+    def load(self, now: float, ready: float, sectors, cached: bool | None = None, warp=None, nbytes: int = 0) -> float:
         """A load issued at `now` whose lines have passed the tag stage at `ready`: the cycle its data is
-        there. Loads through the read-only/texture path are cached in L1 on every card here; plain
-        global loads only where the card caches them (`caches_global_loads`); `bypass` loads
-        (cp.async.cg: LDGSTS.BYPASS) never [PTX ISA cp.async: .cg caches at L2, not L1]."""
-        cached = (self.caches_loads or readonly) and not bypass
+        there. `cached`: whether L1 holds its sectors (`StaticInfo.l1_cached`: the read-only path on every
+        card, plain global loads where the card caches them, loads that bypass L1 never); None: a plain
+        global load's (`caches_global_loads`)."""
+        if cached is None:
+            cached = self.caches_loads
         missing, filling = [], float("-inf")
         if cached:
             for s in sectors:

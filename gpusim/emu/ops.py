@@ -1170,17 +1170,14 @@ def ldgsts(ex):
     if valid.any() and not valid.all():
         logged[~valid] = addrs[np.flatnonzero(valid)[0]]
     ex.emu.record_addresses(ex, logged, nbytes)
-    words = np.zeros((max(1, nbytes // 4), len(addrs)), dtype=U32)
+    words = np.zeros((nbytes // 4, len(addrs)), dtype=U32)
     if valid.any():
         with _lanes_of(valid):
             words[:, valid] = ex.emu.memory.load(addrs[valid], nbytes)
-    if (keep < nbytes).any():  # zero the bytes past each lane's src-size
-        byte = np.arange(nbytes).reshape(-1, 4) if nbytes >= 4 else np.zeros((1, 4), np.int64)
-        for w in range(words.shape[0]):
-            mask = np.zeros(len(addrs), dtype=U32)
-            for b in range(4):
-                mask |= np.where(byte[w, b] < keep, U32(0xFF << (8 * b)), U32(0))
-            words[w] &= mask
+    if (keep < nbytes).any():  # zero the bytes past each lane's src-size (little-endian words)
+        lane_bytes = np.ascontiguousarray(words.T).view(np.uint8)  # (lanes, nbytes)
+        lane_bytes[np.arange(nbytes)[None, :] >= keep[:, None]] = 0
+        words = np.ascontiguousarray(lane_bytes.view(U32).T)
     saddr = _address(ex, dst) & M32
     ex.emu.shared.store(ex.emu.shared_rows(ex), saddr, words, nbytes)
 

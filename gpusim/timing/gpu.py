@@ -500,9 +500,9 @@ class GPU:
         smem = kinds == SMEM
         glob = (kinds == GLOAD) | (kinds == GSTORE)
         wavefronts = float((np.maximum(self.cols["smem_wavefronts"][smem], 1) * weight[smem]).sum())
-        copy_mio = np.array([s.copy_mio for s in self.static])[self.trace.records["pc_index"]]
+        copy_mio = np.array([s.copy_mio for s in self.static])
         if copy_mio.any():  # and L1-allocating cp.async copies' passes (static.copy_mio)
-            wavefronts += float((self.cols["smem_wavefronts"] * copy_mio * weight)[glob].sum())
+            wavefronts += float((self.cols["smem_wavefronts"] * copy_mio[self.trace.records["pc_index"]] * weight)[glob].sum())
         lines = float((np.maximum(self.cols["glines"][glob], 1) * weight[glob]).sum())
         if self.cfg.memory.l1.unified_data_stage:  # both pass the data stage too (mem/lsu.py `DataStage`)
             return (wavefronts + lines) / self.cfg.memory.l1.lines_per_cycle / n_traced

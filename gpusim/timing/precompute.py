@@ -655,10 +655,10 @@ def precompute(program, trace, *, reg_banks: int = 4, reg_bank_width_bits: int =
                                                   trace.access_bytes[rows[ld]], load_lane_bytes)
     copies = _per_program("copies", program, lambda: np.array([ins.opcode == "LDGSTS" for ins in program.instructions],
                                                               dtype=bool))
-    if copies.any():  # cp.async: smem_wavefronts holds the 128-byte passes of the bytes it copies
+    if copies.any():  # cp.async: smem_wavefronts holds the passes of the banks the bytes it copies take
         sel = mem[copies[rec["pc_index"][mem]]]
         lanes = _lane_bits(rec["exec_mask"][sel]).sum(axis=1)
-        cols["smem_wavefronts"][sel] = -(-lanes * trace.access_bytes[rows[sel]] // 128)
+        cols["smem_wavefronts"][sel] = -(-lanes * trace.access_bytes[rows[sel]] // (smem_banks * smem_bank_width_bytes))
     conflicts, hits, without = register_bank_conflicts(program, trace, reg_banks, reg_bank_width_bits, reuse_cache,
                                                         reg_memory_ops, return_hits=True, carry=reuse_carry,
                                                         read_ports=reg_read_ports, no_reuse=no_reuse)

@@ -11,40 +11,18 @@ kernel_overhead_cycles) / 64 for the chases (one dependent load per step). It fi
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 HERE = Path(__file__).resolve().parent
 RECORDS = ROOT / "validation/h200/l1rows"
+sys.path.insert(0, str(HERE.parent))
+from compare_specs import measured, simulated  # noqa: E402  (the records' cycles, and `gpusim run` on the h200 card)
+
 SPECS = ["rows_hit_skew", "rows_hit", "rows_walk", "lines_chase_1sm", "rows_chase_1sm", "lines_chase_16sm",
          "rows_chase_16sm", "lines_chase_33sm", "rows_chase_33sm", "lines_chase_66sm", "rows_chase_66sm", "lines_chase",
          "rows_chase"]
-
-
-def measured(spec: str, n: int) -> float | None:
-    f = RECORDS / f"{spec}__n{n}.json"
-    if not f.exists():
-        return None
-    m = json.loads(f.read_text()).get("ncu", {}).get("metrics", {})
-    v = m.get("sm__cycles_elapsed.max", {}).get("value")
-    return float(v) if v is not None else None
-
-
-def simulated(spec: str, n: int, sets: list[str]) -> float | None:
-    mode = "detailed" if "chase" in spec else "sampled"
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "r.json"
-        cmd = [sys.executable, "-m", "gpusim", "run", str(HERE / f"{spec}.yaml"), "--gpu", "h200", "--size", str(n),
-               "--mode", mode, "--json", str(out)] + [a for s in sets for a in ("--set", s)]
-        r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-        if r.returncode:
-            print(f"{spec} n={n}: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else 'failed'}", file=sys.stderr)
-            return None
-        return float(json.loads(out.read_text())["cycles"])
 
 
 def per_step(spec: str, cycles: float, overhead: float) -> float:
@@ -65,7 +43,7 @@ def main() -> int:
     print(f"{'spec':16s} {'n':>3s} {'ncu cyc':>9s} {'gpusim':>9s} {'err %':>6s}   cycles per step: {'H200':>7s} {'gpusim':>7s}")
     for spec in [s for s in SPECS if not args.only or s in args.only.split(",")]:
         for n in yaml.safe_load((HERE / f"{spec}.yaml").read_text())["sizes"]:
-            m, s = measured(spec, n), simulated(spec, n, args.set)
+            m, s = measured(RECORDS, spec, n), simulated(HERE, spec, n, args.set)
             if m is None or s is None:
                 continue
             print(f"{spec:16s} {n:3d} {m:9.0f} {s:9.0f} {100 * (s / m - 1):+6.1f}   {'':17s}{per_step(spec, m, overhead):7.1f} "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import struct
 import types
 from pathlib import Path
@@ -726,3 +727,26 @@ def test_bad_measure_option_is_one_line(capsys):
         run.parse_args(["--out", "x", "--ncu-metrics", "bogus"])
     err = capsys.readouterr().err.strip()
     assert e.value.code == 2 and len(err.splitlines()) == 1 and "--ncu-metrics" in err and "dram" in err
+
+
+def test_clock_window_waits_for_a_late_nvidia_smi(tmp_path, monkeypatch):
+    """A timing window shorter than the sampling period takes the first sample after it started; when
+    nvidia-smi starts late (a loaded host), window() waits for that sample instead of reporting none."""
+    import sys
+    import time
+
+    from gpusim.measure.clocks import ClockSampler
+
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!" + sys.executable + "\nimport time\ntime.sleep(0.6)\n"
+                   "while True:\n    print('1755, 2619, 40, 300.5', flush=True); time.sleep(0.05)\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    sampler = ClockSampler()
+    try:
+        t0 = time.monotonic()
+        clocks = sampler.window(t0, t0 + 0.001)
+        assert clocks["sm_mhz"] == {"min": 1755.0, "median": 1755.0, "max": 1755.0}
+        assert clocks["note"].startswith("no sample inside the window")
+    finally:
+        sampler.stop()

@@ -81,10 +81,16 @@ class ClockSampler:
             time.sleep(0.02)
         return bool(self.samples)
 
-    def window(self, t0: float, t1: float, slack: float = 0.05) -> dict:
+    def window(self, t0: float, t1: float, slack: float = 0.05, wait: float = 2.0) -> dict:
+        """Summary of the samples in [t0, t1]; a window shorter than the period takes the first sample after
+        t0, waiting up to `wait` seconds for it (a loaded host can start nvidia-smi late)."""
         inside = [s for t, s in self.samples if t0 - slack <= t <= t1 + slack]
         note = "samples inside the timing window"
         if not inside:  # window shorter than the period: the first sample after it started
+            end = time.monotonic() + wait
+            while (not self.samples or self.samples[-1][0] < t0) and time.monotonic() < end \
+                    and self._proc and self._proc.poll() is None:
+                time.sleep(0.02)
             after = [s for t, s in self.samples if t >= t0]
             inside, note = after[:1], "no sample inside the window; first sample after it"
         out = summarize(inside)

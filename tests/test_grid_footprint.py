@@ -196,3 +196,23 @@ def test_block_asks_are_the_most_one_request_asks_of_each_block():
         assert ((asked >= 1) & (asked <= 2)).all()
     loads = [a for key, (_, a) in asks.items() if kinds[key[1]] == LOAD]
     assert any((a == 1).all() for a in loads) and any((a == 2).all() for a in loads)
+
+
+def test_a_launch_after_itself_finds_only_what_the_last_waves_left():
+    """`memory.l2.initial: warm` in sampled mode: the grid replayed after itself. A grid whose launch fits
+    in L2 finds all its inputs (no DRAM reads); one whose waves each touch more than the L2 holds finds
+    none of what the previous launch left (it reads as much as from a cold L2); in between, the first
+    waves find what the previous launch's last waves left."""
+    from gpusim.timing.mem.grid import replay
+
+    grid = (4, 4, 1)
+    fp = GridFootprint.fit(_footprints(grid, [0, 1, 4]), KINDS, grid)
+    fits = replay(fp, 16, 4, 10_000, None, None, after_itself=True)
+    assert fits.reads == 0 and fits.lookups == replay(fp, 16, 4, 10_000, None, None).lookups > 0
+    cold = replay(fp, 16, 4, 300, None, None)
+    assert replay(fp, 16, 4, 300, None, None, after_itself=True).reads == cold.reads == cold.lookups
+    # a wave touches 1,280 sectors (a row of A, all of B) and 32 stored; 1,500 hold the last wave's, so
+    # B is found again, each row of A (read by one wave) is not
+    some = replay(fp, 16, 4, 1_500, None, None, after_itself=True)
+    assert some.reads == 4 * 256 < replay(fp, 16, 4, 1_500, None, None).reads == 4 * 256 + 1024
+    assert waves(fp, 16, 4, 1_500, None, None, after_itself=True) == some[:3]

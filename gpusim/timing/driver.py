@@ -121,8 +121,8 @@ def time_emulated(emu, wl, cfg, size: int, mode: str = "detailed", honour_contro
     # loop's iterations differ in length or their addresses do not advance by a fixed stride),
     # the full trace is built and timed
     keep = (KEEP_HEAD, KEEP_TAIL) if mode == "sampled" else None
-    # (the grid's waves give a cold L2's DRAM traffic: a warm run does not use them)
-    grid = grid_footprint(emu, wl, cfg, size) if mode == "sampled" and cfg.memory.l2.initial != "warm" else None
+    # (the grid's waves give the DRAM traffic, and from a warm L2 what the previous launch left)
+    grid = grid_footprint(emu, wl, cfg, size) if mode == "sampled" else None
     while True:
         trace = DynamicTrace.from_emulator(emu, workload=wl.name, size=size, keep_loop=keep, ctas=ctas)
         try:
@@ -165,16 +165,13 @@ def grid_footprint(emu, wl, cfg, size: int):
 def beside_ctas(wl, size: int, cfg, ctas: list[int]) -> list[int]:
     """The CTAs sampled mode emulates beside `ctas`, in the same run, for their addresses alone:
     those `grid_footprint` needs besides them (CTA 0 and the CTAs one step along the grid dimensions
-    the others do not span, `extra_ctas`), where the L2 starts cold (a warm run does not replay the
-    grid's waves). The emulator steps all warps at one PC together: a CTA more costs little there,
+    the others do not span, `extra_ctas`). The emulator steps all warps at one PC together: a CTA more costs little there,
     a run of its own every step again (0.4-0.6 s of the H100 GEMMs at 4096). Nothing for a kernel with
     global atomics, whose CTAs beside the timed ones could change what theirs return: those are
     emulated after, on their own."""
     from gpusim.timing.mem.grid import extra_ctas
     from gpusim.toolchain.listings import load_program
 
-    if cfg.memory.l2.initial == "warm":
-        return []
     if any(ins.opcode in ATOMIC_OPCODES for ins in load_program(wl, cfg.arch).instructions):
         return []
     return extra_ctas(ctas, wl.geometry(size)[0])

@@ -31,6 +31,8 @@ depend on the grid's order, so this module replays the grid at the level of foot
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 LOAD, STORE = 1, 2
@@ -246,8 +248,23 @@ def _after(sets: list) -> np.ndarray:
     return np.r_[np.cumsum(per_wave[::-1])[::-1][1:], 0]
 
 
+class Replay(NamedTuple):
+    """`waves`' counts, and `lookups`: the load sectors the counted waves look up in L2 (each wave's
+    distinct ones), found there or read."""
+    reads: int
+    writes: int
+    fills: int
+    lookups: int
+
+
 def waves(fp: GridFootprint, n_ctas: int, slots: int, capacity: int, dirty_limit: int | None,
-          reach: int | None, fetch: int = 1) -> tuple[int, int, int]:
+          reach: int | None, fetch: int = 1, after_itself: bool = False) -> tuple[int, int, int]:
+    """`replay`'s (reads, writes, fills)."""
+    return tuple(replay(fp, n_ctas, slots, capacity, dirty_limit, reach, fetch, after_itself)[:3])
+
+
+def replay(fp: GridFootprint, n_ctas: int, slots: int, capacity: int, dirty_limit: int | None,
+           reach: int | None, fetch: int = 1, after_itself: bool = False) -> Replay:
     """(sectors read from DRAM, sectors written back to DRAM during the kernel, sectors of the reads
     that came alongside a missed one, not asked for: `l2_block_fills`), from a cold L2;
     capacity, dirty_limit and reach in sectors (the last two None where the card has no such rule).
@@ -259,7 +276,14 @@ def waves(fp: GridFootprint, n_ctas: int, slots: int, capacity: int, dirty_limit
     loads read whole aligned blocks of that many sectors (`memory.l2.dram_fetch_bytes`), where every
     load set moves by whole blocks (else sectors alone); a missed block's sectors that its requests do
     not ask for are block fills (`GridFootprint.blocks`; detailed mode counts a miss's block fills as
-    `mem/l2.py` does, per request)."""
+    `mem/l2.py` does, per request).
+
+    `after_itself`: the launch follows a launch of the same grid on the same buffers (`memory.l2.initial:
+    warm`, as CUDA-event loops relaunch): the grid is replayed twice and the counts are the second
+    launch's. Its first waves find what the first launch's last waves left, if those fit (a grid whose
+    waves cycle through more than the L2 holds finds none of it: an LRU's worst case again). Write-backs
+    are those during the second launch: its own outputs' and the first launch's dirty outputs it pushes
+    out (copy_float4 h100 1024, 64 MiB each way: 64.0 MiB, detailed mode 62.5)."""
     p = _modulus(fp.entries(n_ctas, slots))
     capacity, dirty_limit, reach = (None if x is None else max(1, x // p) for x in (capacity, dirty_limit, reach))
     loads, sharers, fills, outs = [], [], [], []
@@ -271,18 +295,24 @@ def waves(fp: GridFootprint, n_ctas: int, slots: int, capacity: int, dirty_limit
         sharers.append(n)
         fills.append(fill)
         outs.append(fp.sectors(ctas, STORE, p)[0])
+    first = 0  # the first wave counted (the second launch's, `after_itself`)
+    if after_itself:
+        first = len(loads)
+        loads, sharers, fills, outs = loads * 2, sharers * 2, fills * 2, outs * 2
     touched = [_unique(np.concatenate([a, b])) for a, b in zip(loads, outs)]
     universe = _unique(np.concatenate(touched))
     last = np.full(len(universe), -1, np.int64)  # the wave that touched each sector last
     per_wave = np.zeros(len(touched), np.int64)  # sectors whose last touch is each wave
-    reads, filled, reused = 0, 0, []
+    reads, filled, lookups, reused = 0, 0, 0, []
     for w, (sec, n, fill, t) in enumerate(zip(loads, sharers, fills, touched)):
         # the latest whole waves whose sectors fit (a wave that does not fit leaves nothing the next
         # one reads: it reads in the same order, an LRU's worst case)
         oldest = w - int((np.cumsum(per_wave[:w][::-1]) <= capacity).sum())
         found = last[np.searchsorted(universe, sec)] >= max(oldest, 0)  # (never touched: -1)
-        reads += int(len(sec) - found.sum())
-        filled += int((fill & ~found).sum())
+        if w >= first:
+            lookups += len(sec)
+            reads += int(len(sec) - found.sum())
+            filled += int((fill & ~found).sum())
         reused.append(_unique(np.concatenate([sec[found | (n >= 2)], outs[w]])))
         ids = np.searchsorted(universe, t)
         before = last[ids]
@@ -290,11 +320,23 @@ def waves(fp: GridFootprint, n_ctas: int, slots: int, capacity: int, dirty_limit
         last[ids] = w
         per_wave[w] = len(ids)
     written = np.array([len(o) for o in outs], dtype=np.int64)
-    back = np.zeros(len(outs), dtype=np.int64)
+    back = _written_back(written, touched, outs, reused, capacity, dirty_limit, reach)
+    if first:  # the first launch's outputs written back during the second: by its end, less by the first's
+        back[:first] -= _written_back(written[:first], touched[:first], outs[:first], reused[:first], capacity,
+                                      dirty_limit, reach)
+    return Replay(reads * p, int(back.sum()) * p, filled * p, lookups * p)
+
+
+def _written_back(written: np.ndarray, touched: list, outs: list, reused: list, capacity: int,
+                  dirty_limit: int | None, reach: int | None) -> np.ndarray:
+    """Per wave, how many of its output sectors are written back before the waves given end: those
+    after which more than `capacity` distinct sectors are touched, more than `dirty_limit` stored, or
+    more than `reach` reused (the three rules of the module docstring)."""
+    back = np.zeros(len(written), dtype=np.int64)
     for limit, after in ((capacity, _after(touched)), (dirty_limit, _after(outs)), (reach, _after(reused))):
         if limit is not None:
             back = np.maximum(back, np.clip(written + after - limit, 0, written))
-    return reads * p, int(back.sum()) * p, filled * p
+    return back
 
 
 # sector entries (before repeats are removed) that `waves` replays in full; more are sampled. A speed and

@@ -295,12 +295,12 @@ def replay(fp: GridFootprint, n_ctas: int, slots: int, capacity: int, dirty_limi
         sharers.append(n)
         fills.append(fill)
         outs.append(fp.sectors(ctas, STORE, p)[0])
-    first = 0  # the first wave counted (the second launch's, `after_itself`)
-    if after_itself:
-        first = len(loads)
-        loads, sharers, fills, outs = loads * 2, sharers * 2, fills * 2, outs * 2
     touched = [_unique(np.concatenate([a, b])) for a, b in zip(loads, outs)]
     universe = _unique(np.concatenate(touched))
+    first = 0  # the first wave counted (the second launch's, `after_itself`): the same waves again
+    if after_itself:
+        first = len(loads)
+        loads, sharers, fills, outs, touched = loads * 2, sharers * 2, fills * 2, outs * 2, touched * 2
     last = np.full(len(universe), -1, np.int64)  # the wave that touched each sector last
     per_wave = np.zeros(len(touched), np.int64)  # sectors whose last touch is each wave
     reads, filled, lookups, reused = 0, 0, 0, []
@@ -320,22 +320,33 @@ def replay(fp: GridFootprint, n_ctas: int, slots: int, capacity: int, dirty_limi
         last[ids] = w
         per_wave[w] = len(ids)
     written = np.array([len(o) for o in outs], dtype=np.int64)
-    back = _written_back(written, touched, outs, reused, capacity, dirty_limit, reach)
-    if first:  # the first launch's outputs written back during the second: by its end, less by the first's
-        back[:first] -= _written_back(written[:first], touched[:first], outs[:first], reused[:first], capacity,
-                                      dirty_limit, reach)
+    if not first:
+        back = _written_back(written, (_after(touched), _after(outs), _after(reused)), capacity, dirty_limit, reach)
+        return Replay(reads * p, int(back.sum()) * p, filled * p, lookups * p)
+    # the same waves twice: after a first-launch wave come all of the launch's sectors (the second
+    # launch touches and stores every one of them again), after a second-launch wave what the cold
+    # replay has after it; the first launch's outputs written back during the second are those by its
+    # end less those by the first's end
+    once_touched, once_outs = _after(touched[:first]), _after(outs[:first])
+    every = (len(universe), len(_unique(np.concatenate(outs[:first]))))
+    back = _written_back(written, (np.r_[np.full(first, every[0]), once_touched],
+                                   np.r_[np.full(first, every[1]), once_outs], _after(reused)),
+                         capacity, dirty_limit, reach)
+    back[:first] -= _written_back(written[:first], (once_touched, once_outs, _after(reused[:first])), capacity,
+                                  dirty_limit, reach)
     return Replay(reads * p, int(back.sum()) * p, filled * p, lookups * p)
 
 
-def _written_back(written: np.ndarray, touched: list, outs: list, reused: list, capacity: int,
-                  dirty_limit: int | None, reach: int | None) -> np.ndarray:
+def _written_back(written: np.ndarray, after: tuple, capacity: int, dirty_limit: int | None,
+                  reach: int | None) -> np.ndarray:
     """Per wave, how many of its output sectors are written back before the waves given end: those
-    after which more than `capacity` distinct sectors are touched, more than `dirty_limit` stored, or
-    more than `reach` reused (the three rules of the module docstring)."""
+    after which (`after`: distinct sectors touched, stored, reused in the waves after each) more than
+    `capacity` distinct sectors are touched, more than `dirty_limit` stored, or more than `reach`
+    reused (the three rules of the module docstring)."""
     back = np.zeros(len(written), dtype=np.int64)
-    for limit, after in ((capacity, _after(touched)), (dirty_limit, _after(outs)), (reach, _after(reused))):
+    for limit, later in zip((capacity, dirty_limit, reach), after):
         if limit is not None:
-            back = np.maximum(back, np.clip(written + after - limit, 0, written))
+            back = np.maximum(back, np.clip(written + later - limit, 0, written))
     return back
 
 

@@ -168,3 +168,87 @@ KERNELS(double, dfma)
 extern "C" __global__ void __launch_bounds__(256) outer8_ffma(long long* o, float* s, const float* p, int n) {
     k_outer<float, 8>(o, s, p, n);
 }
+
+// ---- parked warps (run_regbank.py --park): does the FFMA slow-down at 4-8 warps per sub-partition go with
+// the warps resident or the warps issuing? Warps 0-7 (2 per sub-partition) run tp / abc's timed loop,
+// synchronising among themselves (named barrier 2, 256 threads); warps 8 and up are resident but wait
+// at named barrier 1 for the whole run (released by the active warps' bar.arrive at the end) and stamp
+// nothing (the script's rate is the 8 active warps').
+DEVI void park_or_go() {
+    if ((threadIdx.x >> 5) >= 8) {
+        asm volatile("bar.sync 1, %0;" ::"r"(blockDim.x) : "memory");
+    }
+}
+DEVI void release_parked() {
+    if (blockDim.x > 256) asm volatile("bar.arrive 1, %0;" ::"r"(blockDim.x) : "memory");
+}
+DEVI void sync_active() { asm volatile("bar.sync 2, 256;" ::: "memory"); }
+
+extern "C" __global__ void __launch_bounds__(1024) park_tp_ffma(long long* out, float* sink, const float* p, int iters) {
+    if ((threadIdx.x >> 5) >= 8) {
+        park_or_go();
+        return;
+    }
+    const int q = threadIdx.x & 31;
+    float A = p[q], B = p[q + 1];
+    float x[NCH];
+#pragma unroll
+    for (int j = 0; j < NCH; ++j) x[j] = p[q + 2 + j];
+    long long t0 = 0, t1 = 0;
+#pragma unroll 1
+    for (int r = 0; r < 2; ++r) {
+        sync_active();
+        t0 = clk();
+#pragma unroll 1
+        for (int i = 0; i < iters; ++i) {
+#pragma unroll
+            for (int s = 0; s < STEPS; ++s) {
+#pragma unroll
+                for (int j = 0; j < NCH; ++j) x[j] = fma_(x[j], A, B);
+            }
+        }
+        t1 = clk();
+    }
+    release_parked();
+    stamp<float>(out, t0, t1);
+    float s = 0;
+#pragma unroll
+    for (int j = 0; j < NCH; ++j) s += x[j];
+    sink[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+
+extern "C" __global__ void __launch_bounds__(1024) park_abc_ffma(long long* out, float* sink, const float* p, int iters) {
+    if ((threadIdx.x >> 5) >= 8) {
+        park_or_go();
+        return;
+    }
+    const int q = threadIdx.x & 31;
+    float a[8], b[8], x[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        a[j] = p[q + j];
+        b[j] = p[q + 8 + j];
+        x[j] = p[q + 16 + j];
+    }
+    long long t0 = 0, t1 = 0;
+#pragma unroll 1
+    for (int r = 0; r < 2; ++r) {
+        sync_active();
+        t0 = clk();
+#pragma unroll 1
+        for (int i = 0; i < iters; ++i) {
+#pragma unroll
+            for (int s = 0; s < 8; ++s) {
+#pragma unroll
+                for (int j = 0; j < 8; ++j) x[j] = fma_(a[j], b[j], x[j]);
+            }
+        }
+        t1 = clk();
+    }
+    release_parked();
+    stamp<float>(out, t0, t1);
+    float s = 0;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) s += x[j];
+    sink[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}

@@ -46,6 +46,9 @@ KERNELS = {
     "tp_dfma": (8, 1024), "abc_dfma": (8, 1024), "abc4_dfma": (8, 1024), "abc16_dfma": (8, 512),
     "outer_dfma": (8, 512),
 }
+# --park: warps 0-7 run the loop, the rest wait at a named barrier the whole run (regbank.cu "parked warps")
+PARK = {"park_tp_ffma": (4, 1024), "park_abc_ffma": (4, 1024)}
+ACTIVE = 8
 NCU_STALLS = [f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in (
     "barrier", "dispatch_stall", "long_scoreboard", "math_pipe_throttle", "mio_throttle", "misc",
     "no_instruction", "not_selected", "selected", "short_scoreboard", "wait")] + [
@@ -84,7 +87,7 @@ class Bench(MemoryBench):
     def _buffers(self, name, warps):
         """The kernel's parameters (values near 1: no overflow in 64 * iters FMAs), sink and stamps."""
         cp, np = self.cp, self.np
-        dt = np.float32 if KERNELS[name][0] == 4 else np.float64
+        dt = np.float32 if {**KERNELS, **PARK}[name][0] == 4 else np.float64
         return (cp.asarray(1.0 + np.arange(128, dtype=dt) / 1024.0), cp.zeros(self.sms * 32 * warps, dtype=dt),
                 cp.zeros(self.sms * warps * 2, dtype=cp.int64))
 
@@ -113,15 +116,18 @@ class Bench(MemoryBench):
                         "sm0_starts": starts[0].tolist(), "sm0_ends": ends[0].tolist()})
         return res
 
-    def run(self, name, warps, iters, reps):
+    def run(self, name, warps, iters, reps, active=None):
+        """Median rate over reps of the median over SMs; `active`: only the first `active` warps run the
+        loop and stamp (--park), the rate is theirs."""
         p, sink, out = self._buffers(name, warps)
         rates = []
+        n = active or warps
         for _ in range(reps):
             self.launch(name, self.sms, 32 * warps, (out, sink, p, self.np.int32(iters)), RESERVE_SHARED)
             self.sync()
-            o = out.get().reshape(self.sms, warps, 2)
+            o = out.get().reshape(self.sms, warps, 2)[:, :n]
             spans = [int(c[:, 1].max() - c[:, 0].min()) for c in o]
-            rates.append(statistics.median(warps * FMAS_PER_ITER * iters / s for s in spans))
+            rates.append(statistics.median(n * FMAS_PER_ITER * iters / s for s in spans))
         return {"fma_per_sm_cycle": round(statistics.median(rates), 4), "reps": [round(r, 4) for r in rates]}
 
 
@@ -161,6 +167,9 @@ def main() -> int:
     ap.add_argument("--order", action="store_true",
                     help="also: which warps finish first at 2 warps per sub-partition (the scheduler's policy)")
     ap.add_argument("--iters", type=int, default=256)
+    ap.add_argument("--warps", default="4,8,16,32", help="warps per CTA (one CTA per SM) to time, comma-separated")
+    ap.add_argument("--park", action="store_true",
+                    help="also: 8 warps run the loop beside 0 / 8 / 24 warps parked at a barrier (resident, idle)")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
     args = ap.parse_args()
     if args.ncu_child:
@@ -199,7 +208,7 @@ def main() -> int:
     for name in KERNELS:
         top = max_warps(name, regs.get(name))
         R["rates"][name] = {}
-        for w in (4, 8, 16, 32):
+        for w in [int(x) for x in args.warps.split(",")]:
             if w > top:
                 continue
             try:
@@ -208,6 +217,18 @@ def main() -> int:
                 R["errors"].append(f"{name} w{w}: {e!r}")
         plan += [(name, 4), (name, min(32, top))]
         print(name, {w: v["fma_per_sm_cycle"] for w, v in R["rates"][name].items()}, flush=True)
+        write_json(args.out, R)
+    if args.park:
+        R["park"] = {}
+        for name in PARK:
+            R["park"][name] = {}
+            for w in (8, 16, 32):
+                try:
+                    R["park"][name][str(w)] = b.run(name, w, args.iters, args.reps, active=ACTIVE)
+                except Exception as e:  # noqa: BLE001
+                    R["errors"].append(f"{name} w{w}: {e!r}")
+            plan += [(name, 8), (name, 32)]
+            print("park", name, {w: v["fma_per_sm_cycle"] for w, v in R["park"][name].items()}, flush=True)
         write_json(args.out, R)
     if args.sweep:
         R["sweep"] = {}

@@ -46,7 +46,21 @@ DEVI void stamp(long long* out, long long t0, long long t1) {
 #define NCH 8
 #define STEPS 8
 
-template <class T>
+// The timed loops' barrier: every thread of the CTA, or with PARK (run_regbank.py --park) the 8 active
+// warps only (named barrier 2), the others parked at named barrier 1 until the active ones are done.
+template <bool PARK>
+DEVI void sync_loop() {
+    if (PARK)
+        asm volatile("bar.sync 2, 256;" ::: "memory");
+    else
+        __syncthreads();
+}
+template <bool PARK>
+DEVI void loop_done() {
+    if (PARK && blockDim.x > 256) asm volatile("bar.arrive 1, %0;" ::"r"(blockDim.x) : "memory");
+}
+
+template <class T, bool PARK = false>
 DEVI void k_tp(long long* out, T* sink, const T* p, int iters) {
     const int q = threadIdx.x & 31;
     T A = p[q], B = p[q + 1];
@@ -56,7 +70,7 @@ DEVI void k_tp(long long* out, T* sink, const T* p, int iters) {
     long long t0 = 0, t1 = 0;
 #pragma unroll 1
     for (int r = 0; r < 2; ++r) {
-        __syncthreads();
+        sync_loop<PARK>();
         t0 = clk();
 #pragma unroll 1
         for (int i = 0; i < iters; ++i) {
@@ -68,6 +82,7 @@ DEVI void k_tp(long long* out, T* sink, const T* p, int iters) {
         }
         t1 = clk();
     }
+    loop_done<PARK>();
     stamp<T>(out, t0, t1);
     T s = 0;
 #pragma unroll
@@ -75,7 +90,7 @@ DEVI void k_tp(long long* out, T* sink, const T* p, int iters) {
     sink[blockIdx.x * blockDim.x + threadIdx.x] = s;
 }
 
-template <class T, int C, int SHIFT>
+template <class T, int C, int SHIFT, bool PARK = false>
 DEVI void k_abc(long long* out, T* sink, const T* p, int iters) {
     const int q = threadIdx.x & 31;
     T a[C], b[C], x[C];
@@ -88,7 +103,7 @@ DEVI void k_abc(long long* out, T* sink, const T* p, int iters) {
     long long t0 = 0, t1 = 0;
 #pragma unroll 1
     for (int r = 0; r < 2; ++r) {
-        __syncthreads();
+        sync_loop<PARK>();
         t0 = clk();
 #pragma unroll 1
         for (int i = 0; i < iters; ++i) {
@@ -100,6 +115,7 @@ DEVI void k_abc(long long* out, T* sink, const T* p, int iters) {
         }
         t1 = clk();
     }
+    loop_done<PARK>();
     stamp<T>(out, t0, t1);
     T s = 0;
 #pragma unroll
@@ -170,85 +186,15 @@ extern "C" __global__ void __launch_bounds__(256) outer8_ffma(long long* o, floa
 }
 
 // ---- parked warps (run_regbank.py --park): does the FFMA slow-down at 4-8 warps per sub-partition go with
-// the warps resident or the warps issuing? Warps 0-7 (2 per sub-partition) run tp / abc's timed loop,
-// synchronising among themselves (named barrier 2, 256 threads); warps 8 and up are resident but wait
-// at named barrier 1 for the whole run (released by the active warps' bar.arrive at the end) and stamp
-// nothing (the script's rate is the 8 active warps').
-DEVI void park_or_go() {
-    if ((threadIdx.x >> 5) >= 8) {
-        asm volatile("bar.sync 1, %0;" ::"r"(blockDim.x) : "memory");
+// the warps resident or the warps issuing? Warps 0-7 (2 per sub-partition) run tp / abc's loop; warps 8
+// and up stay resident at named barrier 1 the whole run and stamp nothing (the rate is the 8 warps').
+#define PARKED(NAME, CALL)                                                                                     \
+    extern "C" __global__ void __launch_bounds__(1024) NAME(long long* o, float* s, const float* p, int n) { \
+        if ((threadIdx.x >> 5) >= 8) {                                                                         \
+            asm volatile("bar.sync 1, %0;" ::"r"(blockDim.x) : "memory");                                     \
+            return;                                                                                            \
+        }                                                                                                      \
+        CALL(o, s, p, n);                                                                                      \
     }
-}
-DEVI void release_parked() {
-    if (blockDim.x > 256) asm volatile("bar.arrive 1, %0;" ::"r"(blockDim.x) : "memory");
-}
-DEVI void sync_active() { asm volatile("bar.sync 2, 256;" ::: "memory"); }
-
-extern "C" __global__ void __launch_bounds__(1024) park_tp_ffma(long long* out, float* sink, const float* p, int iters) {
-    if ((threadIdx.x >> 5) >= 8) {
-        park_or_go();
-        return;
-    }
-    const int q = threadIdx.x & 31;
-    float A = p[q], B = p[q + 1];
-    float x[NCH];
-#pragma unroll
-    for (int j = 0; j < NCH; ++j) x[j] = p[q + 2 + j];
-    long long t0 = 0, t1 = 0;
-#pragma unroll 1
-    for (int r = 0; r < 2; ++r) {
-        sync_active();
-        t0 = clk();
-#pragma unroll 1
-        for (int i = 0; i < iters; ++i) {
-#pragma unroll
-            for (int s = 0; s < STEPS; ++s) {
-#pragma unroll
-                for (int j = 0; j < NCH; ++j) x[j] = fma_(x[j], A, B);
-            }
-        }
-        t1 = clk();
-    }
-    release_parked();
-    stamp<float>(out, t0, t1);
-    float s = 0;
-#pragma unroll
-    for (int j = 0; j < NCH; ++j) s += x[j];
-    sink[blockIdx.x * blockDim.x + threadIdx.x] = s;
-}
-
-extern "C" __global__ void __launch_bounds__(1024) park_abc_ffma(long long* out, float* sink, const float* p, int iters) {
-    if ((threadIdx.x >> 5) >= 8) {
-        park_or_go();
-        return;
-    }
-    const int q = threadIdx.x & 31;
-    float a[8], b[8], x[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-        a[j] = p[q + j];
-        b[j] = p[q + 8 + j];
-        x[j] = p[q + 16 + j];
-    }
-    long long t0 = 0, t1 = 0;
-#pragma unroll 1
-    for (int r = 0; r < 2; ++r) {
-        sync_active();
-        t0 = clk();
-#pragma unroll 1
-        for (int i = 0; i < iters; ++i) {
-#pragma unroll
-            for (int s = 0; s < 8; ++s) {
-#pragma unroll
-                for (int j = 0; j < 8; ++j) x[j] = fma_(a[j], b[j], x[j]);
-            }
-        }
-        t1 = clk();
-    }
-    release_parked();
-    stamp<float>(out, t0, t1);
-    float s = 0;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) s += x[j];
-    sink[blockIdx.x * blockDim.x + threadIdx.x] = s;
-}
+PARKED(park_tp_ffma, (k_tp<float, true>))
+PARKED(park_abc_ffma, (k_abc<float, 8, 0, true>))

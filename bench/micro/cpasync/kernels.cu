@@ -3,7 +3,7 @@
 // done when its last copy is (gpusim/timing/static.py COPY, COMMIT): these kernels measure whether the
 // copy's way into shared memory, or the group's wait, costs more than the load's way into registers.
 // Written as a user writes such kernels; specs beside them; measured with gpusim's own harness
-// (bench/micro/cpasync/measure.sh) and simulated by compare.py.
+// (bench/micro/measure_specs.sh) and simulated by bench/micro/compare_specs.py cpasync.
 //
 // Chases: one warp on one SM; `steps` dependent 16-byte reads per lane (a warp reads 512 bytes, four
 // lines), each address taken from the word the previous step read (A is zeros). The steps cycle over
@@ -107,7 +107,8 @@ __global__ void ldg_tiles(const float4* __restrict__ A, float* __restrict__ y, i
 // sgemm_cpasync16): does the staging by cp.async cost the tiled SGEMM time that LDG + STS does not?
 //   tile16_ldg        LDG then STS of one float per tile per thread, single buffer, two barriers a tile
 //   tile16_cpa_sync   cp.async.ca 4 bytes per tile per thread, commit, wait_group 0, single buffer
-//   tile16_cpa_db     cp.async.ca 4 bytes, double-buffered: the next tile's copy in flight (= sgemm_cpasync16)
+//   tile16_cpa_db     cp.async.ca 4 bytes, double-buffered: the next tile's copy in flight; its spec runs
+//                     traces/external/cpasync.cu's sgemm_cpasync16 itself (the same kernel)
 __global__ void tile16_ldg(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int n)
 {
     __shared__ float As[16][16], Bs[16][16];
@@ -139,32 +140,6 @@ __global__ void tile16_cpa_sync(const float* __restrict__ A, const float* __rest
         __syncthreads();
         #pragma unroll
         for (int k = 0; k < 16; ++k) acc += As[ty][k] * Bs[k][tx];
-        __syncthreads();
-    }
-    C[(long)row * n + col] = acc;
-}
-
-__global__ void tile16_cpa_db(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int n)
-{
-    __shared__ float As[2][16][16], Bs[2][16][16];
-    int tx = threadIdx.x, ty = threadIdx.y;
-    int row = blockIdx.y * 16 + ty, col = blockIdx.x * 16 + tx;
-    int tiles = n / 16;
-    float acc = 0.0f;
-    __pipeline_memcpy_async(&As[0][ty][tx], &A[(long)row * n + tx], 4);
-    __pipeline_memcpy_async(&Bs[0][ty][tx], &B[(long)ty * n + col], 4);
-    __pipeline_commit();
-    for (int t = 0; t < tiles; ++t) {
-        int cur = t & 1;
-        if (t + 1 < tiles) {
-            __pipeline_memcpy_async(&As[cur ^ 1][ty][tx], &A[(long)row * n + (t + 1) * 16 + tx], 4);
-            __pipeline_memcpy_async(&Bs[cur ^ 1][ty][tx], &B[(long)((t + 1) * 16 + ty) * n + col], 4);
-        }
-        __pipeline_commit();
-        __pipeline_wait_prior(1);
-        __syncthreads();
-        #pragma unroll
-        for (int k = 0; k < 16; ++k) acc += As[cur][ty][k] * Bs[cur][k][tx];
         __syncthreads();
     }
     C[(long)row * n + col] = acc;

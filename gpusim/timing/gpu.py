@@ -149,18 +149,18 @@ class GPU:
     def _grid_traffic(self, occ, active: int) -> tuple[int, int, int] | None:
         """Sampled mode: (DRAM bytes read, bytes written back during the kernel, sectors filled
         alongside a miss) of the whole grid, replayed wave by wave from its footprints (mem/grid.py),
-        or None without them. From a warm L2 the grid is replayed after itself (`replay`'s
+        or None without them. From a warm L2 the grid is replayed after itself (`waves`'
         `after_itself`), and `grid_found` is the share of its waves' load sectors found in L2."""
         fp = self.grid_footprint
         self.grid_found = None
         if fp is None:
             return None
-        from gpusim.timing.mem.grid import replay
+        from gpusim.timing.mem.grid import waves
         from gpusim.timing.mem.l2 import fetch_sectors
 
         l2, sb = self.cfg.memory.l2, self.cfg.memory.l1.sector_bytes
         sectors = (lambda b: None if b is None else int(b) // sb)
-        r = replay(fp, self._grid_ctas(), active * max(1, occ.ctas_per_sm), sectors(l2.effective_size_bytes or l2.size_bytes),
+        r = waves(fp, self._grid_ctas(), active * max(1, occ.ctas_per_sm), sectors(l2.effective_size_bytes or l2.size_bytes),
                    sectors(l2.dirty_limit_bytes), sectors(l2.dirty_reach_bytes), fetch_sectors(self.cfg.memory),
                    after_itself=l2.initial == "warm")
         if l2.initial == "warm" and r.lookups:

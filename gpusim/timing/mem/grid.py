@@ -258,15 +258,9 @@ class Replay(NamedTuple):
 
 
 def waves(fp: GridFootprint, n_ctas: int, slots: int, capacity: int, dirty_limit: int | None,
-          reach: int | None, fetch: int = 1, after_itself: bool = False) -> tuple[int, int, int]:
-    """`replay`'s (reads, writes, fills)."""
-    return tuple(replay(fp, n_ctas, slots, capacity, dirty_limit, reach, fetch, after_itself)[:3])
-
-
-def replay(fp: GridFootprint, n_ctas: int, slots: int, capacity: int, dirty_limit: int | None,
-           reach: int | None, fetch: int = 1, after_itself: bool = False) -> Replay:
+          reach: int | None, fetch: int = 1, after_itself: bool = False) -> Replay:
     """(sectors read from DRAM, sectors written back to DRAM during the kernel, sectors of the reads
-    that came alongside a missed one, not asked for: `l2_block_fills`), from a cold L2;
+    that came alongside a missed one, not asked for: `l2_block_fills`; and the lookups, `Replay`), from a cold L2;
     capacity, dirty_limit and reach in sectors (the last two None where the card has no such rule).
     The L2 holds, when a wave starts, the sectors of the latest whole waves that fit in it together
     (each sector counted in the wave that touched it last). Grids of more than `MAX_ENTRIES` sector

@@ -130,7 +130,7 @@ class _SM:
         self.issued = 0
         self.l1 = SimpleNamespace(cache=None, caches_loads=False,  # and an L2 with no dirty data
                                  memory=SimpleNamespace(dirty={}, dirty_capacity=1))
-        self.static = defaultdict(lambda: SimpleNamespace(kind=0, readonly=False))  # no instruction is a load
+        self.static = defaultdict(lambda: SimpleNamespace(kind=0, l1_cached=False))  # no instruction is a load
 
         class T:
             rows = [[0.0]]

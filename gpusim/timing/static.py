@@ -28,12 +28,11 @@ class StaticInfo:
     read_barrier: int | None
     dual: bool  # first of a dual-issue pair in the listing (nvdisasm braces, sm_5x)
     depbar: tuple | None  # (scoreboard, max outstanding) for DEPBAR.LE SBn, k
-    readonly: bool  # a load through the read-only/texture path (LDG.CI, .CONSTANT, .NC): cached in L1
     warp_bytes: int = 0  # a global load's register data for a full warp: 32 lanes x access width
     smem_extra: float = 0.0  # a wide shared load's extra latency (sm.shared_memory.wide_load_extra_cycles)
     bypass: bool = False  # a load that does not allocate in L1 (`_bypasses_l1`)
-    l1_cached: bool = False  # a global load whose sectors L1 holds: the read-only path on every card, plain loads
-    # where the card caches them (memory.l1.caches_global_loads), never a `bypass` load
+    l1_cached: bool = False  # a global load whose sectors L1 holds: the read-only/texture path (LDG.CI, .CONSTANT,
+    # .NC, TLD) on every card, plain loads where the card caches them (memory.l1.caches_global_loads), never a `bypass` load
     copy_role: int = 0  # cp.async: COPY (LDGSTS: global to shared), COMMIT (LDGDEPBAR: closes a group), else 0
     copy_mio: float = 0.0  # shared-pipe wavefronts per 128 bytes an L1-allocating copy takes (l1_copy_wavefronts)
 
@@ -105,7 +104,7 @@ def static_info(program: Program, cfg) -> list[StaticInfo]:
             variable=ins.latency_class == "variable", srcs=srcs, dsts=_ids(ins.dsts),
             stall=c.stall if c.stall is not None else 1, wait_mask=c.wait_mask,
             write_barrier=c.write_barrier, read_barrier=c.read_barrier, dual=ins.dual_issue, depbar=depbar,
-            readonly=readonly, warp_bytes=32 * access_bits(ins.modifiers) // 8 if kind == GLOAD else 0,
+            warp_bytes=32 * access_bits(ins.modifiers) // 8 if kind == GLOAD else 0,
             smem_extra=wide.get(access_bits(ins.modifiers), 0.0) if ins.opcode == "LDS" else 0.0,
             bypass=bypass, l1_cached=kind == GLOAD and (caches_loads or readonly) and not bypass,
             copy_role=COPY if ins.opcode == "LDGSTS" else COMMIT if ins.opcode == "LDGDEPBAR" else 0,

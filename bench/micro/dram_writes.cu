@@ -359,6 +359,12 @@ extern "C" __global__ void st_open(float* out, int R, int k, int nsec, float v) 
 //             mode 2 reads from there and writes in place.
 //   hot_wr    read H `k` times (each pass at another offset, so other SMs read each line: L2 hits after
 //             the first), then write W: a single-wave tiled GEMM's order (re-read inputs, then outputs).
+//   hot_ep    hot_wr with the write phase in one of four store forms (a tiled GEMM's epilogue), W = m x m
+//             floats: form 0 float4 grid-stride (hot_wr's), 1 float grid-stride (whole sectors per
+//             instruction), 2 each warp writes 32 x 8 blocks, lane = row, 8 stores in a row one column each
+//             (4 bytes in each of 32 lines per instruction, the warp's 8 stores complete each sector:
+//             sgemm_regtile2d's and sgemm_maxas_64's STG.E epilogues), 3 each CTA writes 32 x 8 blocks,
+//             warp = column, lane = row (a sector's 8 pieces from 8 warps: transpose_naive's stores).
 extern "C" __global__ void mix_rw(const float4* __restrict__ in, float4* out, long long units, int a, int b,
                                   float* sink, float v) {
     const long long stride = (long long)gridDim.x * blockDim.x;
@@ -389,6 +395,46 @@ extern "C" __global__ void copy_tile(const float* __restrict__ in, float* out, i
         if (mode == 1) out[(ty_ + 8 * j) * m + tx_] = r[j];
         else out[(y + 8 * j) * m + x] = r[j];
     }
+}
+
+extern "C" __global__ void hot_ep(const float4* __restrict__ h, long long nh, int k, float* w, int m, int form,
+                                  float* sink, float v) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    float acc = 0.f;
+#pragma unroll 1
+    for (int p = 0; p < k; ++p) {
+        const long long shift = (long long)p * (stride / 3 + 8);
+#pragma unroll 4
+        for (long long i = t; i < nh; i += stride) {
+            const float4 x = __ldcg(h + (i + shift) % nh);
+            acc += (x.x + x.y) + (x.z + x.w);
+        }
+    }
+    const long long n = (long long)m * m;
+    const int lane = threadIdx.x & 31;
+    const long long blocks = (long long)(m / 32) * (m / 8);  // 32 x 8 blocks, 8 columns fastest
+    if (form == 0) {
+#pragma unroll 4
+        for (long long i = t; i < n / 4; i += stride) reinterpret_cast<float4*>(w)[i] = make_float4(v, v, v, v);
+    } else if (form == 1) {
+#pragma unroll 4
+        for (long long i = t; i < n; i += stride) w[i] = v;
+    } else if (form == 2) {
+        const long long warps = stride / 32;
+#pragma unroll 1
+        for (long long b = t / 32; b < blocks; b += warps) {
+            float* o = w + ((b / (m / 8)) * 32 + lane) * m + (b % (m / 8)) * 8;
+#pragma unroll
+            for (int j = 0; j < 8; ++j) o[j] = v;
+        }
+    } else {
+        const int wid = threadIdx.x / 32;
+#pragma unroll 1
+        for (long long b = blockIdx.x; b < blocks; b += gridDim.x)
+            w[((b / (m / 8)) * 32 + lane) * m + (b % (m / 8)) * 8 + wid] = v;
+    }
+    if (acc == 1.2345f) sink[0] = acc;
 }
 
 extern "C" __global__ void hot_wr(const float4* __restrict__ h, long long nh, int k, float4* w, long long nw,

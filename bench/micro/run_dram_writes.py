@@ -19,6 +19,7 @@
     python3 bench/micro/run_dram_writes.py --set popen --out R      # the same, 1-4 segments of 32 lines open per CTA
     python3 bench/micro/run_dram_writes.py --set hota --out R       # wr_hot with a stream beside the hot input
     python3 bench/micro/run_dram_writes.py --set dmix --out R       # DRAM rate of read/write mixes, tile writes
+    python3 bench/micro/run_dram_writes.py --set epi --out R        # hot_wr's writes in four store forms
 
 Every case is one launch profiled once by Nsight Compute (`--cache-control all`, its default: L2 is
 flushed before the launch, so it starts cold) with a small metric set (DRAM bytes read/written, L2
@@ -49,7 +50,7 @@ MB = 1 << 20
 KERNELS = ("wr_rd", "wr_hot", "wr_twice", "st_tpose", "st_sector", "copy_il", "tp_naive", "tp_sector", "tp_colread",
            "st_delay", "copy_1pt", "copy_1pt_plain", "copy_gs1", "tp_naive_nc", "tp_sync", "tp_ldcg", "tp_hot", "tp_stcs",
            "st_tpose_ld", "tp_pitch", "tp_stonly", "st_stride", "st_group", "st_open", "wr_hot_a", "wr_wave_a",
-           "mix_rw", "copy_tile", "hot_wr")
+           "mix_rw", "copy_tile", "hot_wr", "hot_ep")
 
 
 def cases() -> list[dict]:
@@ -92,6 +93,21 @@ def dmix_cases() -> list[dict]:
     out += [{"kernel": "hot_wr", "H": 32, "k": 4, "W": 8}]
     out += [{"kernel": "mix_rw", "a": a, "b": b} for a, b in ((1, 1), (1, 0))]
     return out
+
+
+def epi_cases() -> list[dict]:
+    """Set "epi": hot_ep (dram_writes.cu), H MiB read k times, then 16 MiB (m = 2048) written in store form
+    `form` (0 float4, 1 float, 2 a warp's 8 stores complete each sector, 3 a sector's pieces from 8 warps):
+    do single-wave GEMMs that store 4 bytes a lane write back more of their output than those storing 16
+    (H100: sgemm_maxas_64 and sgemm_regtile2d at 2048 0.57 / 0.28 MiB, sgemm_vec4 and sgemm_warptile
+    0.11 / 0.06)? The next two repeat form 2 and 3 at H = 32, k = 4 (the spread). Then forms 2 and 3 alone
+    (H = 0) with `cpsm` CTAs per SM (the grid-stride loop's CTAs: fewer lines written at once) at m = 2048
+    and 1024 (4 MiB: the GEMMs at n = 1024 write back nothing)."""
+    out = [{"kernel": "hot_ep", "H": h, "k": k, "m": 2048, "form": f}
+           for h, k in ((0, 1), (16, 4), (32, 1), (32, 4), (40, 2)) for f in (0, 1, 2, 3)]
+    out += [{"kernel": "hot_ep", "H": 32, "k": 4, "m": 2048, "form": f} for f in (2, 3)]
+    return out + [{"kernel": "hot_ep", "H": 0, "k": 1, "m": m, "form": f, "cpsm": c}
+                  for m in (2048, 1024) for f in (2, 3) for c in (1, 2, 4, 8)]
 
 
 def partial_cases() -> list[dict]:
@@ -402,6 +418,11 @@ def ncu_child(cubin: str, which: str) -> None:
                 mod.get_function("copy_tile")((m // 32, m // 32), (32, 8), (inp, out, np.int32(m), np.int32(c["mode"])))
             cp.cuda.runtime.deviceSynchronize()
             continue
+        if c["kernel"] == "hot_ep":
+            mod.get_function("hot_ep")((c.get("cpsm", 8) * sms,), (block,), (rbuf, n4(c["H"]), np.int32(c["k"]), wbuf, np.int32(c["m"]),
+                                                          np.int32(c["form"]), sink, np.float32(2.0)))
+            cp.cuda.runtime.deviceSynchronize()
+            continue
         if c["kernel"] == "hot_wr":
             mod.get_function("hot_wr")((grid,), (block,), (rbuf, n4(c["H"]), np.int32(c["k"]), wbuf, n4(c["W"]), sink,
                                                           np.float32(2.0)))
@@ -452,7 +473,8 @@ SETS = {"all": cases, "full": lambda: FULL_CASES, "partial": partial_cases, "tra
         "copy": copy_cases, "layout": layout_cases,
         "upload": upload_cases, "first": first_cases, "fresh": fresh_cases, "tpose2": tpose2_cases,
         "stload": stload_cases, "pitch": pitch_cases, "pstride": pstride_cases,
-        "pgroup": pgroup_cases, "popen": popen_cases, "hota": hota_cases, "dmix": dmix_cases}
+        "pgroup": pgroup_cases, "popen": popen_cases, "hota": hota_cases, "dmix": dmix_cases,
+        "epi": epi_cases}
 
 
 def main() -> int:
@@ -461,7 +483,7 @@ def main() -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--which", default="all", help=argparse.SUPPRESS)
-    ap.add_argument("--set", choices=("writes", "partial", "transpose", "copy", "layout", "upload", "first", "fresh", "tpose2", "stload", "pitch", "pstride", "pgroup", "popen", "hota", "dmix"), default="writes",
+    ap.add_argument("--set", choices=("writes", "partial", "transpose", "copy", "layout", "upload", "first", "fresh", "tpose2", "stload", "pitch", "pstride", "pgroup", "popen", "hota", "dmix", "epi"), default="writes",
                     help="writes: the write-back cases (default); partial: partial-sector stores and copies near "
                          "capacity; transpose: transpose_naive and variants; copy: streamed copies in copy_float4's "
                          "order, finer write-then-read steps; layout: the same copies and transposes with the "
@@ -472,7 +494,8 @@ def main() -> int:
                          "CTA order, occupancy; pgroup: the same with a warp's lines in groups of g; "
                          "popen: the same with 1-4 segments of 32 lines open per CTA; hota: wr_hot with a stream "
                          "beside the hot input, persistent CTAs and one wave per pass; dmix: DRAM rates of "
-                         "read/write mixes and of a transpose's write segments, writes after re-read inputs")
+                         "read/write mixes and of a transpose's write segments, writes after re-read inputs; epi: "
+                         "hot_wr's writes in four store forms (a GEMM epilogue's)")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
     args = ap.parse_args()
     if args.ncu_child:
@@ -502,7 +525,7 @@ def main() -> int:
     write_json(args.out, R)
     for c in R["ncu"]["cases"]:
         print({k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "A", "ar", "S", "k", "g", "nsec", "swap", "smem", "spin",
-                                     "a", "b", "m", "mode", "dram_write_MiB", "dram_read_MiB", "gpu__time_duration.sum",
+                                     "a", "b", "m", "mode", "form", "cpsm", "dram_write_MiB", "dram_read_MiB", "gpu__time_duration.sum",
                                      "lts__t_sectors_op_read.sum", "lts__t_sectors_op_write.sum")})
     for c in R.get("ncu_full_metrics", {}).get("cases", []):
         print("full", {k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "dram_write_MiB", "dram_read_MiB")})

@@ -359,8 +359,8 @@ extern "C" __global__ void st_open(float* out, int R, int k, int nsec, float v) 
 //             mode 2 reads from there and writes in place.
 //   hot_wr    read H `k` times (each pass at another offset, so other SMs read each line: L2 hits after
 //             the first), then write W: a single-wave tiled GEMM's order (re-read inputs, then outputs).
-//   hot_ep    hot_wr with the write phase in one of four store forms (a tiled GEMM's epilogue), W = m x m
-//             floats: form 0 float4 grid-stride (hot_wr's), 1 float grid-stride (whole sectors per
+//   hot_ep    hot_wr with the write phase in one of four store forms (a tiled GEMM's epilogue), W = rows x m
+//             floats (rows of m): form 0 float4 grid-stride (hot_wr's), 1 float grid-stride (whole sectors per
 //             instruction), 2 each warp writes 32 x 8 blocks, lane = row, 8 stores in a row one column each
 //             (4 bytes in each of 32 lines per instruction, the warp's 8 stores complete each sector:
 //             sgemm_regtile2d's and sgemm_maxas_64's STG.E epilogues), 3 each CTA writes 32 x 8 blocks,
@@ -397,8 +397,8 @@ extern "C" __global__ void copy_tile(const float* __restrict__ in, float* out, i
     }
 }
 
-extern "C" __global__ void hot_ep(const float4* __restrict__ h, long long nh, int k, float* w, int m, int form,
-                                  float* sink, float v) {
+extern "C" __global__ void hot_ep(const float4* __restrict__ h, long long nh, int k, float* w, int m, int rows,
+                                  int form, float* sink, float v) {
     const long long stride = (long long)gridDim.x * blockDim.x;
     const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     float acc = 0.f;
@@ -411,9 +411,9 @@ extern "C" __global__ void hot_ep(const float4* __restrict__ h, long long nh, in
             acc += (x.x + x.y) + (x.z + x.w);
         }
     }
-    const long long n = (long long)m * m;
+    const long long n = (long long)rows * m;
     const int lane = threadIdx.x & 31;
-    const long long blocks = (long long)(m / 32) * (m / 8);  // 32 x 8 blocks, 8 columns fastest
+    const long long blocks = (long long)(rows / 32) * (m / 8);  // 32 x 8 blocks, 8 columns fastest
     if (form == 0) {
 #pragma unroll 4
         for (long long i = t; i < n / 4; i += stride) reinterpret_cast<float4*>(w)[i] = make_float4(v, v, v, v);

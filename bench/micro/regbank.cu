@@ -198,3 +198,63 @@ extern "C" __global__ void __launch_bounds__(256) outer8_ffma(long long* o, floa
     }
 PARKED(park_tp_ffma, (k_tp<float, true>))
 PARKED(park_abc_ffma, (k_abc<float, 8, 0, true>))
+
+// ---- dilution and split (run_regbank.py --mix): does the FFMA slow-down at 4-8 warps per sub-partition go
+// with the FMA pipe's warps or with every issuing warp? mix<N>: abc's 8 FFMA chains, each FFMA followed by N
+// IADD3s of 8 integer chains (three registers read each, the ALU pipe). split: the warps of every other
+// group of 4 (one per sub-partition) run abc's loop, the others the same loop with IADD3 for FFMA (the
+// FFMA warps' stamps give the rate).
+template <int N, bool FMA>
+DEVI void k_mix(long long* out, float* sink, const float* p, int iters) {
+    const int q = threadIdx.x & 31;
+    float a[8], b[8], x[8];
+    int u[8], v[8], k[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        a[j] = p[q + j];
+        b[j] = p[q + 8 + j];
+        x[j] = p[q + 16 + j];
+        u[j] = __float_as_int(p[q + 24 + j]);
+        v[j] = __float_as_int(p[q + 32 + j]);
+        k[j] = __float_as_int(p[q + 40 + j]);
+    }
+    long long t0 = 0, t1 = 0;
+#pragma unroll 1
+    for (int r = 0; r < 2; ++r) {
+        __syncthreads();
+        t0 = clk();
+#pragma unroll 1
+        for (int i = 0; i < iters; ++i) {
+#pragma unroll
+            for (int s = 0; s < 8; ++s) {
+#pragma unroll
+                for (int j = 0; j < 8; ++j) {
+                    if (FMA)
+                        x[j] = fma_(a[j], b[j], x[j]);
+                    else
+                        k[j] = k[j] + u[j] + v[(j + s) & 7];
+#pragma unroll
+                    for (int n = 0; n < N; ++n) k[j] = k[j] + u[(j + n) & 7] + v[(j + s + n) & 7];
+                }
+            }
+        }
+        t1 = clk();
+    }
+    stamp<float>(out, t0, t1);
+    float s = 0;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) s += x[j] + __int_as_float(k[j]);
+    sink[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+extern "C" __global__ void __launch_bounds__(1024) mix1_ffma(long long* o, float* s, const float* p, int n) {
+    k_mix<1, true>(o, s, p, n);
+}
+extern "C" __global__ void __launch_bounds__(1024) mix2_ffma(long long* o, float* s, const float* p, int n) {
+    k_mix<2, true>(o, s, p, n);
+}
+extern "C" __global__ void __launch_bounds__(1024) split_ffma(long long* o, float* s, const float* p, int n) {
+    if (((threadIdx.x >> 7) & 1) == 0)
+        k_mix<0, true>(o, s, p, n);
+    else
+        k_mix<0, false>(o, s, p, n);
+}

@@ -102,12 +102,18 @@ def epi_cases() -> list[dict]:
     (H100: sgemm_maxas_64 and sgemm_regtile2d at 2048 0.57 / 0.28 MiB, sgemm_vec4 and sgemm_warptile
     0.11 / 0.06)? The next two repeat form 2 and 3 at H = 32, k = 4 (the spread). Then forms 2 and 3 alone
     (H = 0) with `cpsm` CTAs per SM (the grid-stride loop's CTAs: fewer lines written at once) at m = 2048
-    and 1024 (4 MiB: the GEMMs at n = 1024 write back nothing)."""
+    and 1024 (4 MiB: the GEMMs at n = 1024 write back nothing). Last, `rows` rows of m floats (default m):
+    4-32 MiB at row pitches of 2-16 KiB."""
     out = [{"kernel": "hot_ep", "H": h, "k": k, "m": 2048, "form": f}
            for h, k in ((0, 1), (16, 4), (32, 1), (32, 4), (40, 2)) for f in (0, 1, 2, 3)]
     out += [{"kernel": "hot_ep", "H": 32, "k": 4, "m": 2048, "form": f} for f in (2, 3)]
-    return out + [{"kernel": "hot_ep", "H": 0, "k": 1, "m": m, "form": f, "cpsm": c}
-                  for m in (2048, 1024) for f in (2, 3) for c in (1, 2, 4, 8)]
+    out += [{"kernel": "hot_ep", "H": 0, "k": 1, "m": m, "form": f, "cpsm": c}
+            for m in (2048, 1024) for f in (2, 3) for c in (1, 2, 4, 8)]
+    # rows of m floats, `rows` of them: is it the row pitch or the MiB written that sets the cost?
+    return out + [{"kernel": "hot_ep", "H": 0, "k": 1, "m": m, "rows": r, "form": f}
+                  for m, r in ((1024, 2048), (1024, 4096), (1024, 8192), (2048, 512), (2048, 1024), (2048, 1536),
+                               (2048, 4096), (4096, 256), (4096, 1024), (512, 8192))
+                  for f in (2, 3)]
 
 
 def partial_cases() -> list[dict]:
@@ -420,7 +426,8 @@ def ncu_child(cubin: str, which: str) -> None:
             continue
         if c["kernel"] == "hot_ep":
             mod.get_function("hot_ep")((c.get("cpsm", 8) * sms,), (block,), (rbuf, n4(c["H"]), np.int32(c["k"]), wbuf, np.int32(c["m"]),
-                                                          np.int32(c["form"]), sink, np.float32(2.0)))
+                                                                 np.int32(c.get("rows", c["m"])), np.int32(c["form"]), sink,
+                                                                 np.float32(2.0)))
             cp.cuda.runtime.deviceSynchronize()
             continue
         if c["kernel"] == "hot_wr":
@@ -525,7 +532,7 @@ def main() -> int:
     write_json(args.out, R)
     for c in R["ncu"]["cases"]:
         print({k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "A", "ar", "S", "k", "g", "nsec", "swap", "smem", "spin",
-                                     "a", "b", "m", "mode", "form", "cpsm", "dram_write_MiB", "dram_read_MiB", "gpu__time_duration.sum",
+                                     "a", "b", "m", "rows", "mode", "form", "cpsm", "dram_write_MiB", "dram_read_MiB", "gpu__time_duration.sum",
                                      "lts__t_sectors_op_read.sum", "lts__t_sectors_op_write.sum")})
     for c in R.get("ncu_full_metrics", {}).get("cases", []):
         print("full", {k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "dram_write_MiB", "dram_read_MiB")})

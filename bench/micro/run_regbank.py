@@ -49,6 +49,9 @@ KERNELS = {
 # --park: warps 0-7 run the loop, the rest wait at a named barrier the whole run (regbank.cu "parked warps")
 PARK = {"park_tp_ffma": (4, 1024), "park_abc_ffma": (4, 1024)}
 ACTIVE = 8
+# --mix: abc's FFMAs each followed by 1 or 2 IADD3s (mixN), and split_ffma, whose warps 4-7, 12-15, ... (one
+# per sub-partition in each group of 4) run the same loop with IADD3s for FFMAs (regbank.cu "dilution")
+MIX = {"mix1_ffma": (4, 1024), "mix2_ffma": (4, 1024), "split_ffma": (4, 1024)}
 NCU_STALLS = [f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in (
     "barrier", "dispatch_stall", "long_scoreboard", "math_pipe_throttle", "mio_throttle", "misc",
     "no_instruction", "not_selected", "selected", "short_scoreboard", "wait")] + [
@@ -87,7 +90,7 @@ class Bench(MemoryBench):
     def _buffers(self, name, warps):
         """The kernel's parameters (values near 1: no overflow in 64 * iters FMAs), sink and stamps."""
         cp, np = self.cp, self.np
-        dt = np.float32 if {**KERNELS, **PARK}[name][0] == 4 else np.float64
+        dt = np.float32 if {**KERNELS, **PARK, **MIX}[name][0] == 4 else np.float64
         return (cp.asarray(1.0 + np.arange(128, dtype=dt) / 1024.0), cp.zeros(self.sms * 32 * warps, dtype=dt),
                 cp.zeros(self.sms * warps * 2, dtype=cp.int64))
 
@@ -118,21 +121,22 @@ class Bench(MemoryBench):
 
     def run(self, name, warps, iters, reps, active=None):
         """Median rate over reps of the median over SMs; `active`: only the first `active` warps run the
-        loop and stamp (--park), the rate is theirs."""
+        loop and stamp (--park), or the list of the warps whose FMAs count (--mix's split): the rate is theirs."""
         p, sink, out = self._buffers(name, warps)
         rates = []
-        n = active or warps
+        pick = list(active) if isinstance(active, (list, tuple)) else list(range(active or warps))
+        n = len(pick)
         for _ in range(reps):
             self.launch(name, self.sms, 32 * warps, (out, sink, p, self.np.int32(iters)), RESERVE_SHARED)
             self.sync()
-            o = out.get().reshape(self.sms, warps, 2)[:, :n]
+            o = out.get().reshape(self.sms, warps, 2)[:, pick]
             spans = [int(c[:, 1].max() - c[:, 0].min()) for c in o]
             rates.append(statistics.median(n * FMAS_PER_ITER * iters / s for s in spans))
         return {"fma_per_sm_cycle": round(statistics.median(rates), 4), "reps": [round(r, 4) for r in rates]}
 
 
 def max_warps(name: str, regs: int | None) -> int:
-    bound = KERNELS[name][1] // 32
+    bound = {**KERNELS, **MIX}[name][1] // 32
     if regs:
         bound = min(bound, 65536 // (32 * ((regs + 7) // 8 * 8)))
     return bound
@@ -170,6 +174,9 @@ def main() -> int:
     ap.add_argument("--warps", default="4,8,16,32", help="warps per CTA (one CTA per SM) to time, comma-separated")
     ap.add_argument("--park", action="store_true",
                     help="also: 8 warps run the loop beside 0 / 8 / 24 warps parked at a barrier (resident, idle)")
+    ap.add_argument("--mix", action="store_true",
+                    help="also: abc's FFMAs diluted with 1 or 2 IADD3 each, and FFMA warps beside IADD3 warps (split)")
+    ap.add_argument("--only-extra", action="store_true", help="skip the main kernels (time only --park/--mix's)")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
     args = ap.parse_args()
     if args.ncu_child:
@@ -205,7 +212,7 @@ def main() -> int:
          "registers": regs, "loops": loops, "rates": {}, "errors": errors}
     b = Bench(comp["cubin"])
     plan = []
-    for name in KERNELS:
+    for name in ([] if args.only_extra else KERNELS):
         top = max_warps(name, regs.get(name))
         R["rates"][name] = {}
         for w in [int(x) for x in args.warps.split(",")]:
@@ -229,6 +236,23 @@ def main() -> int:
                     R["errors"].append(f"{name} w{w}: {e!r}")
             plan += [(name, 8), (name, 32)]
             print("park", name, {w: v["fma_per_sm_cycle"] for w, v in R["park"][name].items()}, flush=True)
+        write_json(args.out, R)
+    if args.mix:
+        # split_ffma's FFMA warps: the first 4 of every 8 (warp w runs on sub-partition w % 4)
+        R["mix"] = {}
+        for name in MIX:
+            R["mix"][name] = {}
+            top = max_warps(name, regs.get(name))
+            for w in [int(x) for x in args.warps.split(",")]:
+                if w > top or (name == "split_ffma" and w < 8):
+                    continue
+                pick = [i for i in range(w) if (i // 4) % 2 == 0] if name == "split_ffma" else None
+                try:
+                    R["mix"][name][str(w)] = b.run(name, w, args.iters, args.reps, active=pick)
+                except Exception as e:  # noqa: BLE001
+                    R["errors"].append(f"{name} w{w}: {e!r}")
+            plan += [(name, 8), (name, min(32, top))]
+            print("mix", name, {w: v["fma_per_sm_cycle"] for w, v in R["mix"][name].items()}, flush=True)
         write_json(args.out, R)
     if args.sweep:
         R["sweep"] = {}

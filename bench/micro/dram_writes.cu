@@ -359,6 +359,10 @@ extern "C" __global__ void st_open(float* out, int R, int k, int nsec, float v) 
 //             mode 2 reads from there and writes in place.
 //   hot_wr    read H `k` times (each pass at another offset, so other SMs read each line: L2 hits after
 //             the first), then write W: a single-wave tiled GEMM's order (re-read inputs, then outputs).
+//   copy_run  copy_tile's tiles (mode 0: in place) with the CTAs ordered so that g consecutive CTAs take
+//             neighbouring tiles of one row block, the next g the row block below: the CTAs resident
+//             together touch runs of g x 128 contiguous bytes of each row (g = m / 32: copy_tile's
+//             order). dir 0 copies, 1 only reads (a sum kept live), 2 only writes.
 //   hot_ep    hot_wr with the write phase in one of four store forms (a tiled GEMM's epilogue), W = rows x m
 //             floats (rows of m): form 0 float4 grid-stride (hot_wr's), 1 float grid-stride (whole sectors per
 //             instruction), 2 each warp writes 32 x 8 blocks, lane = row, 8 stores in a row one column each
@@ -395,6 +399,24 @@ extern "C" __global__ void copy_tile(const float* __restrict__ in, float* out, i
         if (mode == 1) out[(ty_ + 8 * j) * m + tx_] = r[j];
         else out[(y + 8 * j) * m + x] = r[j];
     }
+}
+
+extern "C" __global__ void copy_run(const float* __restrict__ in, float* out, int m, int g, int dir, float* sink) {
+    const int tiles = m / 32;
+    const long long c = blockIdx.x;
+    const long long bx = (c % g) + (long long)g * (c / ((long long)g * tiles)), by = (c / g) % tiles;
+    const long long x = bx * 32 + threadIdx.x, y = by * 32 + threadIdx.y;
+    float r[4], s = 0.f;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) r[j] = dir == 2 ? 1.f : in[(y + 8 * j) * m + x];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        if (dir == 1)
+            s += r[j];
+        else
+            out[(y + 8 * j) * m + x] = r[j];
+    }
+    if (s == 1.2345f) sink[0] = s;
 }
 
 extern "C" __global__ void hot_ep(const float4* __restrict__ h, long long nh, int k, float* w, int m, int rows,

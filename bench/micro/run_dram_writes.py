@@ -20,6 +20,7 @@
     python3 bench/micro/run_dram_writes.py --set hota --out R       # wr_hot with a stream beside the hot input
     python3 bench/micro/run_dram_writes.py --set dmix --out R       # DRAM rate of read/write mixes, tile writes
     python3 bench/micro/run_dram_writes.py --set epi --out R        # hot_wr's writes in four store forms
+    python3 bench/micro/run_dram_writes.py --set run --out R        # DRAM rate against contiguous run length
 
 Every case is one launch profiled once by Nsight Compute (`--cache-control all`, its default: L2 is
 flushed before the launch, so it starts cold) with a small metric set (DRAM bytes read/written, L2
@@ -50,7 +51,7 @@ MB = 1 << 20
 KERNELS = ("wr_rd", "wr_hot", "wr_twice", "st_tpose", "st_sector", "copy_il", "tp_naive", "tp_sector", "tp_colread",
            "st_delay", "copy_1pt", "copy_1pt_plain", "copy_gs1", "tp_naive_nc", "tp_sync", "tp_ldcg", "tp_hot", "tp_stcs",
            "st_tpose_ld", "tp_pitch", "tp_stonly", "st_stride", "st_group", "st_open", "wr_hot_a", "wr_wave_a",
-           "mix_rw", "copy_tile", "hot_wr", "hot_ep")
+           "mix_rw", "copy_tile", "hot_wr", "hot_ep", "copy_run")
 
 
 def cases() -> list[dict]:
@@ -93,6 +94,15 @@ def dmix_cases() -> list[dict]:
     out += [{"kernel": "hot_wr", "H": 32, "k": 4, "W": 8}]
     out += [{"kernel": "mix_rw", "a": a, "b": b} for a, b in ((1, 1), (1, 0))]
     return out
+
+
+def run_cases() -> list[dict]:
+    """Set "run": copy_run (dram_writes.cu), 256 MiB per matrix (m = 8192), the resident CTAs touching runs
+    of g x 128 contiguous bytes per row; dir 0 copy, 1 read only, 2 write only. What DRAM gives where
+    concurrent accesses are scattered in short runs (copy_tile with transpose_smem's output placement,
+    about 512 bytes: 6-7% slower on the H100, dram_dmix_h100.json). The last three repeat g = 256 and 4."""
+    out = [{"kernel": "copy_run", "m": 8192, "g": g, "dir": d} for d in (0, 1, 2) for g in (1, 2, 4, 8, 16, 32, 64, 256)]
+    return out + [{"kernel": "copy_run", "m": 8192, "g": g, "dir": 0} for g in (256, 4, 1)]
 
 
 def epi_cases() -> list[dict]:
@@ -424,6 +434,14 @@ def ncu_child(cubin: str, which: str) -> None:
                 mod.get_function("copy_tile")((m // 32, m // 32), (32, 8), (inp, out, np.int32(m), np.int32(c["mode"])))
             cp.cuda.runtime.deviceSynchronize()
             continue
+        if c["kernel"] == "copy_run":  # 256 MiB matrices (the set's 1 GiB buffers)
+            if gib is None:
+                gib = (cp.ones(1024 * MB // 4, dtype=cp.float32), cp.zeros(1024 * MB // 4, dtype=cp.float32))
+            m = c["m"]
+            mod.get_function("copy_run")(((m // 32) ** 2,), (32, 8), (gib[0], gib[1], np.int32(m), np.int32(c["g"]),
+                                                                     np.int32(c["dir"]), sink))
+            cp.cuda.runtime.deviceSynchronize()
+            continue
         if c["kernel"] == "hot_ep":
             mod.get_function("hot_ep")((c.get("cpsm", 8) * sms,), (block,), (rbuf, n4(c["H"]), np.int32(c["k"]), wbuf, np.int32(c["m"]),
                                                                  np.int32(c.get("rows", c["m"])), np.int32(c["form"]), sink,
@@ -481,7 +499,7 @@ SETS = {"all": cases, "full": lambda: FULL_CASES, "partial": partial_cases, "tra
         "upload": upload_cases, "first": first_cases, "fresh": fresh_cases, "tpose2": tpose2_cases,
         "stload": stload_cases, "pitch": pitch_cases, "pstride": pstride_cases,
         "pgroup": pgroup_cases, "popen": popen_cases, "hota": hota_cases, "dmix": dmix_cases,
-        "epi": epi_cases}
+        "epi": epi_cases, "run": run_cases}
 
 
 def main() -> int:
@@ -490,7 +508,7 @@ def main() -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--which", default="all", help=argparse.SUPPRESS)
-    ap.add_argument("--set", choices=("writes", "partial", "transpose", "copy", "layout", "upload", "first", "fresh", "tpose2", "stload", "pitch", "pstride", "pgroup", "popen", "hota", "dmix", "epi"), default="writes",
+    ap.add_argument("--set", choices=("writes", "partial", "transpose", "copy", "layout", "upload", "first", "fresh", "tpose2", "stload", "pitch", "pstride", "pgroup", "popen", "hota", "dmix", "epi", "run"), default="writes",
                     help="writes: the write-back cases (default); partial: partial-sector stores and copies near "
                          "capacity; transpose: transpose_naive and variants; copy: streamed copies in copy_float4's "
                          "order, finer write-then-read steps; layout: the same copies and transposes with the "
@@ -502,7 +520,8 @@ def main() -> int:
                          "popen: the same with 1-4 segments of 32 lines open per CTA; hota: wr_hot with a stream "
                          "beside the hot input, persistent CTAs and one wave per pass; dmix: DRAM rates of "
                          "read/write mixes and of a transpose's write segments, writes after re-read inputs; epi: "
-                         "hot_wr's writes in four store forms (a GEMM epilogue's)")
+                         "hot_wr's writes in four store forms (a GEMM epilogue's); run: DRAM rate against the contiguous "
+                         "bytes the resident CTAs touch per row")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
     args = ap.parse_args()
     if args.ncu_child:
@@ -532,7 +551,7 @@ def main() -> int:
     write_json(args.out, R)
     for c in R["ncu"]["cases"]:
         print({k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "A", "ar", "S", "k", "g", "nsec", "swap", "smem", "spin",
-                                     "a", "b", "m", "rows", "mode", "form", "cpsm", "dram_write_MiB", "dram_read_MiB", "gpu__time_duration.sum",
+                                     "a", "b", "m", "rows", "mode", "form", "cpsm", "dir", "dram_write_MiB", "dram_read_MiB", "gpu__time_duration.sum",
                                      "lts__t_sectors_op_read.sum", "lts__t_sectors_op_write.sum")})
     for c in R.get("ncu_full_metrics", {}).get("cases", []):
         print("full", {k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "dram_write_MiB", "dram_read_MiB")})

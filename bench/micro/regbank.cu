@@ -258,3 +258,63 @@ extern "C" __global__ void __launch_bounds__(1024) split_ffma(long long* o, floa
     else
         k_mix<0, false>(o, s, p, n);
 }
+
+// ---- IMAD (run_regbank.py --mix): the integer multiply-add issues on the FMA pipe's heavy half (Nsight's
+// fmaheavy), where FFMAs may take either half. imad: 8 chains of IMAD (three registers); imadw: of
+// IMAD.WIDE.U32 (a 64-bit sum, as address arithmetic `p + (long)i * 4`); fimad / fimadw: each FFMA of abc
+// followed by one of them. 64 IMADs per warp per iteration.
+template <bool WIDE, bool WITHF>
+DEVI void k_imad(long long* out, float* sink, const float* p, int iters) {
+    const int q = threadIdx.x & 31;
+    float a[8], b[8], x[8];
+    int u[8], v[8], k[8];
+    unsigned long long w[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        a[j] = p[q + j];
+        b[j] = p[q + 8 + j];
+        x[j] = p[q + 16 + j];
+        u[j] = __float_as_int(p[q + 24 + j]);
+        v[j] = __float_as_int(p[q + 32 + j]);
+        k[j] = __float_as_int(p[q + 40 + j]);
+        w[j] = (unsigned long long)(unsigned)k[j] << 3;
+    }
+    long long t0 = 0, t1 = 0;
+#pragma unroll 1
+    for (int r = 0; r < 2; ++r) {
+        __syncthreads();
+        t0 = clk();
+#pragma unroll 1
+        for (int i = 0; i < iters; ++i) {
+#pragma unroll
+            for (int s = 0; s < 8; ++s) {
+#pragma unroll
+                for (int j = 0; j < 8; ++j) {
+                    if (WITHF) x[j] = fma_(a[j], b[j], x[j]);
+                    if (WIDE)
+                        w[j] = (unsigned long long)(unsigned)w[j] * (unsigned)v[(j + s) & 7] + w[j];
+                    else
+                        k[j] = k[j] * u[j] + v[(j + s) & 7];
+                }
+            }
+        }
+        t1 = clk();
+    }
+    stamp<float>(out, t0, t1);
+    float s = 0;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) s += x[j] + __int_as_float(k[j]) + (float)w[j];
+    sink[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+extern "C" __global__ void __launch_bounds__(1024) imad_i(long long* o, float* s, const float* p, int n) {
+    k_imad<false, false>(o, s, p, n);
+}
+extern "C" __global__ void __launch_bounds__(1024) imadw_i(long long* o, float* s, const float* p, int n) {
+    k_imad<true, false>(o, s, p, n);
+}
+extern "C" __global__ void __launch_bounds__(1024) fimad_ffma(long long* o, float* s, const float* p, int n) {
+    k_imad<false, true>(o, s, p, n);
+}
+extern "C" __global__ void __launch_bounds__(1024) fimadw_ffma(long long* o, float* s, const float* p, int n) {
+    k_imad<true, true>(o, s, p, n);
+}

@@ -51,7 +51,10 @@ PARK = {"park_tp_ffma": (4, 1024), "park_abc_ffma": (4, 1024)}
 ACTIVE = 8
 # --mix: abc's FFMAs each followed by 1 or 2 IADD3s (mixN), and split_ffma, whose warps 4-7, 12-15, ... (one
 # per sub-partition in each group of 4) run the same loop with IADD3s for FFMAs (regbank.cu "dilution")
-MIX = {"mix1_ffma": (4, 1024), "mix2_ffma": (4, 1024), "split_ffma": (4, 1024)}
+# imad_i / imadw_i: 64 IMADs / IMAD.WIDE.U32s per warp per iteration (the rate counts them); fimad_ffma /
+# fimadw_ffma: abc's FFMAs each followed by one (the rate counts FFMAs)
+MIX = {"mix1_ffma": (4, 1024), "mix2_ffma": (4, 1024), "split_ffma": (4, 1024), "imad_i": (4, 1024),
+       "imadw_i": (4, 1024), "fimad_ffma": (4, 1024), "fimadw_ffma": (4, 1024)}
 NCU_STALLS = [f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in (
     "barrier", "dispatch_stall", "long_scoreboard", "math_pipe_throttle", "mio_throttle", "misc",
     "no_instruction", "not_selected", "selected", "short_scoreboard", "wait")] + [
@@ -175,7 +178,8 @@ def main() -> int:
     ap.add_argument("--park", action="store_true",
                     help="also: 8 warps run the loop beside 0 / 8 / 24 warps parked at a barrier (resident, idle)")
     ap.add_argument("--mix", action="store_true",
-                    help="also: abc's FFMAs diluted with 1 or 2 IADD3 each, and FFMA warps beside IADD3 warps (split)")
+                    help="also: abc's FFMAs diluted with 1 or 2 IADD3 each, FFMA warps beside IADD3 warps (split), "
+                         "IMAD and IMAD.WIDE chains alone and after each FFMA")
     ap.add_argument("--only-extra", action="store_true", help="skip the main kernels (time only --park/--mix's)")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
     args = ap.parse_args()

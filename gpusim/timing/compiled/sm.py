@@ -558,7 +558,11 @@ def execute(st, sm, sp, w, pc, now):
 @njit
 def sb_push(st, w, b, release, long_wait, now):
     """A scoreboard release (`w.sb[b].append`). Releases at or before `now` can no longer delay
-    anything (waits and DEPBARs look at releases after the current cycle), so a full list drops them."""
+    anything (waits and DEPBARs look at releases after the current cycle), so a full list drops them.
+    If it is still full (more loads in flight on one scoreboard than it holds: an unrolled prologue's
+    40 LDGs), the earliest release goes, the last of equal ones: a wait mask waits for the first of the
+    latest releases and a DEPBAR of k for the (k + 1)-th latest, so both stay exact for k below the
+    capacity (the object model keeps every release)."""
     n = st.sb_n[w, b]
     cap = st.sb_rel.shape[2]
     if n >= cap:
@@ -570,7 +574,17 @@ def sb_push(st, w, b, release, long_wait, now):
                 k += 1
         n = k
         if n >= cap:
-            raise RuntimeError("compiled engine: a scoreboard has too many pending releases")
+            drop = 0
+            for i in range(n):  # the last of the earliest releases
+                if st.sb_rel[w, b, i] <= st.sb_rel[w, b, drop]:
+                    drop = i
+            if release <= st.sb_rel[w, b, drop]:  # the new one is (the last of) the earliest
+                st.sb_n[w, b] = n
+                return
+            for i in range(drop, n - 1):
+                st.sb_rel[w, b, i] = st.sb_rel[w, b, i + 1]
+                st.sb_long[w, b, i] = st.sb_long[w, b, i + 1]
+            n -= 1
     st.sb_rel[w, b, n] = release
     st.sb_long[w, b, n] = long_wait
     st.sb_n[w, b] = n + 1

@@ -306,6 +306,39 @@ DEVI void k_imad(long long* out, float* sink, const float* p, int iters) {
     for (int j = 0; j < 8; ++j) s += x[j] + __int_as_float(k[j]) + (float)w[j];
     sink[blockIdx.x * blockDim.x + threadIdx.x] = s;
 }
+// imadwi: IMAD.WIDE with an immediate multiplier, as address arithmetic compiles (`IMAD.WIDE R160, R7, 0x8, R160`
+// in dgemm_regtile; nvcc turns such C++ loops into shifts and adds, hence the PTX): 8 chains, 64 per warp per
+// iteration, each adding 12 x the low word of another chain (by 8, ptxas writes LEA / LEA.HI.X instead).
+DEVI void k_imadwi(long long* out, float* sink, const float* p, int iters) {
+    const int q = threadIdx.x & 31;
+    long long w[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) w[j] = __float_as_int(p[q + j]);
+    long long t0 = 0, t1 = 0;
+#pragma unroll 1
+    for (int r = 0; r < 2; ++r) {
+        __syncthreads();
+        t0 = clk();
+#pragma unroll 1
+        for (int i = 0; i < iters; ++i) {
+#pragma unroll
+            for (int s = 0; s < 8; ++s) {
+#pragma unroll
+                for (int j = 0; j < 8; ++j)
+                    asm volatile("mad.wide.s32 %0, %1, 12, %0;" : "+l"(w[j]) : "r"((int)w[(j + 1) & 7]));
+            }
+        }
+        t1 = clk();
+    }
+    stamp<float>(out, t0, t1);
+    float s = 0;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) s += (float)w[j];
+    sink[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+extern "C" __global__ void __launch_bounds__(1024) imadwi_i(long long* o, float* s, const float* p, int n) {
+    k_imadwi(o, s, p, n);
+}
 extern "C" __global__ void __launch_bounds__(1024) imad_i(long long* o, float* s, const float* p, int n) {
     k_imad<false, false>(o, s, p, n);
 }

@@ -51,10 +51,11 @@ PARK = {"park_tp_ffma": (4, 1024), "park_abc_ffma": (4, 1024)}
 ACTIVE = 8
 # --mix: abc's FFMAs each followed by 1 or 2 IADD3s (mixN), and split_ffma, whose warps 4-7, 12-15, ... (one
 # per sub-partition in each group of 4) run the same loop with IADD3s for FFMAs (regbank.cu "dilution")
-# imad_i / imadw_i: 64 IMADs / IMAD.WIDE.U32s per warp per iteration (the rate counts them); fimad_ffma /
+# imad_i / imadw_i / imadwi_i: 64 IMADs / IMAD.WIDE.U32s / IMAD.WIDEs by an immediate per warp per iteration
+# (the rate counts them); fimad_ffma /
 # fimadw_ffma: abc's FFMAs each followed by one (the rate counts FFMAs)
 MIX = {"mix1_ffma": (4, 1024), "mix2_ffma": (4, 1024), "split_ffma": (4, 1024), "imad_i": (4, 1024),
-       "imadw_i": (4, 1024), "fimad_ffma": (4, 1024), "fimadw_ffma": (4, 1024)}
+       "imadw_i": (4, 1024), "fimad_ffma": (4, 1024), "fimadw_ffma": (4, 1024), "imadwi_i": (4, 1024)}
 NCU_STALLS = [f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in (
     "barrier", "dispatch_stall", "long_scoreboard", "math_pipe_throttle", "mio_throttle", "misc",
     "no_instruction", "not_selected", "selected", "short_scoreboard", "wait")] + [

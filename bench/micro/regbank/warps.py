@@ -2,7 +2,8 @@
 """FMA issue rate against warps per sub-partition: gpusim beside the H100 (issue 12 notes).
 
     python3 bench/micro/regbank/warps.py [--set FIELD=VALUE ...]   # ~1 minute; table on stdout
-    python3 bench/micro/regbank/warps.py --mix                     # the IMAD and mixed loops (H200 rates)
+    python3 bench/micro/regbank/warps.py --mix                     # the IMAD and mixed loops (H200 rates);
+                                                                   # bench/results/regbank_mix_h200.txt
 
 The specs here run bench/micro/regbank.cu's kernels as a user's kernels (one CTA of n warps per SM,
 120 KB of dynamic shared memory keeping it alone, FMAs whose sources follow one pattern: tp, abc,

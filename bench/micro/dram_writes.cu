@@ -419,8 +419,9 @@ extern "C" __global__ void copy_run(const float* __restrict__ in, float* out, in
     if (s == 1.2345f) sink[0] = s;
 }
 
-extern "C" __global__ void hot_ep(const float4* __restrict__ h, long long nh, int k, float* w, int m, int rows,
-                                  int form, float* sink, float v) {
+// hot_wr's and hot_ep's reads: H (nh float4s) k times, each pass at another offset, so that other SMs read
+// each line (L2 hits after the first).
+__device__ __forceinline__ float hot_passes(const float4* __restrict__ h, long long nh, int k) {
     const long long stride = (long long)gridDim.x * blockDim.x;
     const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     float acc = 0.f;
@@ -433,6 +434,14 @@ extern "C" __global__ void hot_ep(const float4* __restrict__ h, long long nh, in
             acc += (x.x + x.y) + (x.z + x.w);
         }
     }
+    return acc;
+}
+
+extern "C" __global__ void hot_ep(const float4* __restrict__ h, long long nh, int k, float* w, int m, int rows,
+                                  int form, float* sink, float v) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    const float acc = hot_passes(h, nh, k);
     const long long n = (long long)rows * m;
     const int lane = threadIdx.x & 31;
     const long long blocks = (long long)(rows / 32) * (m / 8);  // 32 x 8 blocks, 8 columns fastest
@@ -463,16 +472,7 @@ extern "C" __global__ void hot_wr(const float4* __restrict__ h, long long nh, in
                                   float* sink, float v) {
     const long long stride = (long long)gridDim.x * blockDim.x;
     const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    float acc = 0.f;
-#pragma unroll 1
-    for (int p = 0; p < k; ++p) {
-        const long long shift = (long long)p * (stride / 3 + 8);
-#pragma unroll 4
-        for (long long i = t; i < nh; i += stride) {
-            const float4 x = __ldcg(h + (i + shift) % nh);
-            acc += (x.x + x.y) + (x.z + x.w);
-        }
-    }
+    const float acc = hot_passes(h, nh, k);
 #pragma unroll 4
     for (long long i = t; i < nw; i += stride) w[i] = make_float4(v, v, v, v);
     if (acc == 1.2345f) sink[0] = acc;

@@ -199,72 +199,18 @@ extern "C" __global__ void __launch_bounds__(256) outer8_ffma(long long* o, floa
 PARKED(park_tp_ffma, (k_tp<float, true>))
 PARKED(park_abc_ffma, (k_abc<float, 8, 0, true>))
 
-// ---- dilution and split (run_regbank.py --mix): does the FFMA slow-down at 4-8 warps per sub-partition go
-// with the FMA pipe's warps or with every issuing warp? mix<N>: abc's 8 FFMA chains, each FFMA followed by N
-// IADD3s of 8 integer chains (three registers read each, the ALU pipe). split: the warps of every other
-// group of 4 (one per sub-partition) run abc's loop, the others the same loop with IADD3 for FFMA (the
-// FFMA warps' stamps give the rate).
-template <int N, bool FMA>
-DEVI void k_mix(long long* out, float* sink, const float* p, int iters) {
-    const int q = threadIdx.x & 31;
-    float a[8], b[8], x[8];
-    int u[8], v[8], k[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-        a[j] = p[q + j];
-        b[j] = p[q + 8 + j];
-        x[j] = p[q + 16 + j];
-        u[j] = __float_as_int(p[q + 24 + j]);
-        v[j] = __float_as_int(p[q + 32 + j]);
-        k[j] = __float_as_int(p[q + 40 + j]);
-    }
-    long long t0 = 0, t1 = 0;
-#pragma unroll 1
-    for (int r = 0; r < 2; ++r) {
-        __syncthreads();
-        t0 = clk();
-#pragma unroll 1
-        for (int i = 0; i < iters; ++i) {
-#pragma unroll
-            for (int s = 0; s < 8; ++s) {
-#pragma unroll
-                for (int j = 0; j < 8; ++j) {
-                    if (FMA)
-                        x[j] = fma_(a[j], b[j], x[j]);
-                    else
-                        k[j] = k[j] + u[j] + v[(j + s) & 7];
-#pragma unroll
-                    for (int n = 0; n < N; ++n) k[j] = k[j] + u[(j + n) & 7] + v[(j + s + n) & 7];
-                }
-            }
-        }
-        t1 = clk();
-    }
-    stamp<float>(out, t0, t1);
-    float s = 0;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) s += x[j] + __int_as_float(k[j]);
-    sink[blockIdx.x * blockDim.x + threadIdx.x] = s;
-}
-extern "C" __global__ void __launch_bounds__(1024) mix1_ffma(long long* o, float* s, const float* p, int n) {
-    k_mix<1, true>(o, s, p, n);
-}
-extern "C" __global__ void __launch_bounds__(1024) mix2_ffma(long long* o, float* s, const float* p, int n) {
-    k_mix<2, true>(o, s, p, n);
-}
-extern "C" __global__ void __launch_bounds__(1024) split_ffma(long long* o, float* s, const float* p, int n) {
-    if (((threadIdx.x >> 7) & 1) == 0)
-        k_mix<0, true>(o, s, p, n);
-    else
-        k_mix<0, false>(o, s, p, n);
-}
-
-// ---- IMAD (run_regbank.py --mix): the integer multiply-add issues on the FMA pipe's heavy half (Nsight's
-// fmaheavy), where FFMAs may take either half. imad: 8 chains of IMAD (three registers); imadw: of
-// IMAD.WIDE.U32 (a 64-bit sum, as address arithmetic `p + (long)i * 4`); fimad / fimadw: each FFMA of abc
-// followed by one of them. 64 IMADs per warp per iteration.
-template <bool WIDE, bool WITHF>
-DEVI void k_imad(long long* out, float* sink, const float* p, int iters) {
+// ---- dilution, split and IMAD (run_regbank.py --mix). Does the FFMA slow-down at 4-8 warps per sub-partition
+// go with the FMA pipe's warps or with every issuing warp, and what do integer multiply-adds cost? k_ops runs
+// 8 chains per kind, per step and chain: FIRST (an FFMA of abc's, an IADD3 of three registers, or nothing),
+// then N ops of kind OP (ADD3: IADD3s, the ALU pipe; IMAD: IMADs; WIDE: IMAD.WIDE.U32s, a 64-bit sum).
+// mix<N>: each FFMA followed by N IADD3s. split: the warps of every other group of 4 (one per sub-partition)
+// run abc's loop, the others the same loop with IADD3 for FFMA (the FFMA warps' stamps give the rate).
+// imad / imadw: IMADs / IMAD.WIDE.U32s alone; fimad / fimadw: each FFMA followed by one. 64 FFMAs (or IMADs
+// where there are none) per warp per iteration.
+enum { FFMA_OP = 0, IADD3_OP = 1, NO_OP = 2 };
+enum { ADD3 = 0, IMAD = 1, WIDE = 2 };
+template <int FIRST, int OP, int N>
+DEVI void k_ops(long long* out, float* sink, const float* p, int iters) {
     const int q = threadIdx.x & 31;
     float a[8], b[8], x[8];
     int u[8], v[8], k[8];
@@ -290,11 +236,19 @@ DEVI void k_imad(long long* out, float* sink, const float* p, int iters) {
             for (int s = 0; s < 8; ++s) {
 #pragma unroll
                 for (int j = 0; j < 8; ++j) {
-                    if (WITHF) x[j] = fma_(a[j], b[j], x[j]);
-                    if (WIDE)
-                        w[j] = (unsigned long long)(unsigned)w[j] * (unsigned)v[(j + s) & 7] + w[j];
-                    else
-                        k[j] = k[j] * u[j] + v[(j + s) & 7];
+                    if (FIRST == FFMA_OP)
+                        x[j] = fma_(a[j], b[j], x[j]);
+                    else if (FIRST == IADD3_OP)
+                        k[j] = k[j] + u[j] + v[(j + s) & 7];
+#pragma unroll
+                    for (int n = 0; n < N; ++n) {
+                        if (OP == ADD3)
+                            k[j] = k[j] + u[(j + n) & 7] + v[(j + s + n) & 7];
+                        else if (OP == IMAD)
+                            k[j] = k[j] * u[j] + v[(j + s) & 7];
+                        else
+                            w[j] = (unsigned long long)(unsigned)w[j] * (unsigned)v[(j + s) & 7] + w[j];
+                    }
                 }
             }
         }
@@ -306,6 +260,19 @@ DEVI void k_imad(long long* out, float* sink, const float* p, int iters) {
     for (int j = 0; j < 8; ++j) s += x[j] + __int_as_float(k[j]) + (float)w[j];
     sink[blockIdx.x * blockDim.x + threadIdx.x] = s;
 }
+extern "C" __global__ void __launch_bounds__(1024) mix1_ffma(long long* o, float* s, const float* p, int n) {
+    k_ops<FFMA_OP, ADD3, 1>(o, s, p, n);
+}
+extern "C" __global__ void __launch_bounds__(1024) mix2_ffma(long long* o, float* s, const float* p, int n) {
+    k_ops<FFMA_OP, ADD3, 2>(o, s, p, n);
+}
+extern "C" __global__ void __launch_bounds__(1024) split_ffma(long long* o, float* s, const float* p, int n) {
+    if (((threadIdx.x >> 7) & 1) == 0)
+        k_ops<FFMA_OP, ADD3, 0>(o, s, p, n);
+    else
+        k_ops<IADD3_OP, ADD3, 0>(o, s, p, n);
+}
+
 // imadwi: IMAD.WIDE with an immediate multiplier, as address arithmetic compiles (`IMAD.WIDE R160, R7, 0x8, R160`
 // in dgemm_regtile; nvcc turns such C++ loops into shifts and adds, hence the PTX): 8 chains, 64 per warp per
 // iteration, each adding 12 x the low word of another chain (by 8, ptxas writes LEA / LEA.HI.X instead).
@@ -340,14 +307,14 @@ extern "C" __global__ void __launch_bounds__(1024) imadwi_i(long long* o, float*
     k_imadwi(o, s, p, n);
 }
 extern "C" __global__ void __launch_bounds__(1024) imad_i(long long* o, float* s, const float* p, int n) {
-    k_imad<false, false>(o, s, p, n);
+    k_ops<NO_OP, IMAD, 1>(o, s, p, n);
 }
 extern "C" __global__ void __launch_bounds__(1024) imadw_i(long long* o, float* s, const float* p, int n) {
-    k_imad<true, false>(o, s, p, n);
+    k_ops<NO_OP, WIDE, 1>(o, s, p, n);
 }
 extern "C" __global__ void __launch_bounds__(1024) fimad_ffma(long long* o, float* s, const float* p, int n) {
-    k_imad<false, true>(o, s, p, n);
+    k_ops<FFMA_OP, IMAD, 1>(o, s, p, n);
 }
 extern "C" __global__ void __launch_bounds__(1024) fimadw_ffma(long long* o, float* s, const float* p, int n) {
-    k_imad<true, true>(o, s, p, n);
+    k_ops<FFMA_OP, WIDE, 1>(o, s, p, n);
 }

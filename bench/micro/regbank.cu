@@ -202,13 +202,16 @@ PARKED(park_abc_ffma, (k_abc<float, 8, 0, true>))
 // ---- dilution, split and IMAD (run_regbank.py --mix). Does the FFMA slow-down at 4-8 warps per sub-partition
 // go with the FMA pipe's warps or with every issuing warp, and what do integer multiply-adds cost? k_ops runs
 // 8 chains per kind, per step and chain: FIRST (an FFMA of abc's, an IADD3 of three registers, or nothing),
-// then N ops of kind OP (ADD3: IADD3s, the ALU pipe; IMAD: IMADs; WIDE: IMAD.WIDE.U32s, a 64-bit sum).
+// then N ops of kind OP (ADD3: IADD3s, the ALU pipe; IMAD: IMADs; WIDE: IMAD.WIDE.U32s, a 64-bit sum; WIDEI:
+// IMAD.WIDE by an immediate, 12 x another chain's low word: the address-arithmetic form, `IMAD.WIDE R160, R7,
+// 0x8, R160` in dgemm_regtile; by 8, ptxas writes LEA / LEA.HI.X instead).
 // mix<N>: each FFMA followed by N IADD3s. split: the warps of every other group of 4 (one per sub-partition)
 // run abc's loop, the others the same loop with IADD3 for FFMA (the FFMA warps' stamps give the rate).
-// imad / imadw: IMADs / IMAD.WIDE.U32s alone; fimad / fimadw: each FFMA followed by one. 64 FFMAs (or IMADs
+// imad / imadw / imadwi: IMADs / IMAD.WIDE.U32s / IMAD.WIDEs by an immediate alone; fimad / fimadw: each FFMA
+// followed by an IMAD / IMAD.WIDE.U32. 64 FFMAs (or IMADs
 // where there are none) per warp per iteration.
 enum { FFMA_OP = 0, IADD3_OP = 1, NO_OP = 2 };
-enum { ADD3 = 0, IMAD = 1, WIDE = 2 };
+enum { ADD3 = 0, IMAD = 1, WIDE = 2, WIDEI = 3 };
 template <int FIRST, int OP, int N>
 DEVI void k_ops(long long* out, float* sink, const float* p, int iters) {
     const int q = threadIdx.x & 31;
@@ -246,8 +249,10 @@ DEVI void k_ops(long long* out, float* sink, const float* p, int iters) {
                             k[j] = k[j] + u[(j + n) & 7] + v[(j + s + n) & 7];
                         else if (OP == IMAD)
                             k[j] = k[j] * u[j] + v[(j + s) & 7];
-                        else
+                        else if (OP == WIDE)
                             w[j] = (unsigned long long)(unsigned)w[j] * (unsigned)v[(j + s) & 7] + w[j];
+                        else  // by an immediate, in PTX: nvcc turns such C++ loops into shifts and adds
+                            asm volatile("mad.wide.s32 %0, %1, 12, %0;" : "+l"(w[j]) : "r"((int)w[(j + 1) & 7]));
                     }
                 }
             }
@@ -273,38 +278,8 @@ extern "C" __global__ void __launch_bounds__(1024) split_ffma(long long* o, floa
         k_ops<IADD3_OP, ADD3, 0>(o, s, p, n);
 }
 
-// imadwi: IMAD.WIDE with an immediate multiplier, as address arithmetic compiles (`IMAD.WIDE R160, R7, 0x8, R160`
-// in dgemm_regtile; nvcc turns such C++ loops into shifts and adds, hence the PTX): 8 chains, 64 per warp per
-// iteration, each adding 12 x the low word of another chain (by 8, ptxas writes LEA / LEA.HI.X instead).
-DEVI void k_imadwi(long long* out, float* sink, const float* p, int iters) {
-    const int q = threadIdx.x & 31;
-    long long w[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) w[j] = __float_as_int(p[q + j]);
-    long long t0 = 0, t1 = 0;
-#pragma unroll 1
-    for (int r = 0; r < 2; ++r) {
-        __syncthreads();
-        t0 = clk();
-#pragma unroll 1
-        for (int i = 0; i < iters; ++i) {
-#pragma unroll
-            for (int s = 0; s < 8; ++s) {
-#pragma unroll
-                for (int j = 0; j < 8; ++j)
-                    asm volatile("mad.wide.s32 %0, %1, 12, %0;" : "+l"(w[j]) : "r"((int)w[(j + 1) & 7]));
-            }
-        }
-        t1 = clk();
-    }
-    stamp<float>(out, t0, t1);
-    float s = 0;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) s += (float)w[j];
-    sink[blockIdx.x * blockDim.x + threadIdx.x] = s;
-}
 extern "C" __global__ void __launch_bounds__(1024) imadwi_i(long long* o, float* s, const float* p, int n) {
-    k_imadwi(o, s, p, n);
+    k_ops<NO_OP, WIDEI, 1>(o, s, p, n);
 }
 extern "C" __global__ void __launch_bounds__(1024) imad_i(long long* o, float* s, const float* p, int n) {
     k_ops<NO_OP, IMAD, 1>(o, s, p, n);

@@ -146,15 +146,14 @@ class GPU:
             return None
         return min(1.0, self.footprint_bytes / self.cfg.memory.l1.sector_bytes / active / n)
 
-    def _grid_traffic(self, occ, active: int) -> tuple[int, int, int] | None:
+    def _grid_traffic(self, occ, active: int) -> tuple[tuple[int, int, int] | None, float | None]:
         """Sampled mode: (DRAM bytes read, bytes written back during the kernel, sectors filled
         alongside a miss) of the whole grid, replayed wave by wave from its footprints (mem/grid.py),
-        or None without them. From a warm L2 the grid is replayed after itself (`waves`'
-        `after_itself`), and `grid_found` is the share of its waves' load sectors found in L2."""
+        or None without them; and from a warm L2, where the grid is replayed after itself (`waves`'
+        `after_itself`), the share of its waves' load sectors found in L2 (else None)."""
         fp = self.grid_footprint
-        self.grid_found = None
         if fp is None:
-            return None
+            return None, None
         from gpusim.timing.mem.grid import waves
         from gpusim.timing.mem.l2 import fetch_sectors
 
@@ -163,9 +162,8 @@ class GPU:
         r = waves(fp, self._grid_ctas(), active * max(1, occ.ctas_per_sm), sectors(l2.effective_size_bytes or l2.size_bytes),
                    sectors(l2.dirty_limit_bytes), sectors(l2.dirty_reach_bytes), fetch_sectors(self.cfg.memory),
                    after_itself=l2.initial == "warm")
-        if l2.initial == "warm" and r.lookups:
-            self.grid_found = 1.0 - r.reads / r.lookups
-        return r.reads * sb, r.writes * sb, r.fills
+        found = 1.0 - r.reads / r.lookups if l2.initial == "warm" and r.lookups else None
+        return (r.reads * sb, r.writes * sb, r.fills), found
 
     def _load_sectors_touched(self) -> int:
         """Distinct sectors read by the global loads of the traced CTAs, including any loop iterations
@@ -396,7 +394,7 @@ class GPU:
         g = len({c % cfg.sm_count for c in ctas})
         memory = MemorySystem(cfg, cfg.clock_mhz, share=g / active, dirty_share=len(ctas) / total, track_stores=True,
                               reach_rule=False)  # (see MemorySystem: the reach is detailed mode's)
-        self.grid_traffic = self._grid_traffic(occ, active)
+        self.grid_traffic, self.grid_found = self._grid_traffic(occ, active)
         memory.dram_fraction = self._dram_fraction(active / g, len(ctas) / total)
         self.retire_interval = cfg.cta_retire_cycles * active / g  # (the simulated SMs' share)
         warm_share = self._warm_sampled(memory, len(ctas), total)

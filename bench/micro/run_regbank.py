@@ -49,13 +49,13 @@ KERNELS = {
 # --park: warps 0-7 run the loop, the rest wait at a named barrier the whole run (regbank.cu "parked warps")
 PARK = {"park_tp_ffma": (4, 1024), "park_abc_ffma": (4, 1024)}
 ACTIVE = 8
-# --mix: abc's FFMAs each followed by 1 or 2 IADD3s (mixN), and split_ffma, whose warps 4-7, 12-15, ... (one
-# per sub-partition in each group of 4) run the same loop with IADD3s for FFMAs (regbank.cu "dilution")
-# imad_i / imadw_i / imadwi_i: 64 IMADs / IMAD.WIDE.U32s / IMAD.WIDEs by an immediate per warp per iteration
-# (the rate counts them); fimad_ffma /
-# fimadw_ffma: abc's FFMAs each followed by one (the rate counts FFMAs)
+# --mix (regbank.cu k_ops): abc's FFMAs each followed by 1 or 2 IADD3s (mixN); split_ffma, whose warps 4-7,
+# 12-15, ... (one per sub-partition in each group of 4) run the same loop with IADD3s for FFMAs; imad_i /
+# imadw_i / imadwi_i: 64 IMADs / IMAD.WIDE.U32s / IMAD.WIDEs by an immediate per warp per iteration (the rate
+# counts them); fimad_ffma / fimadw_ffma: abc's FFMAs each followed by an IMAD / IMAD.WIDE.U32 (it counts FFMAs)
 MIX = {"mix1_ffma": (4, 1024), "mix2_ffma": (4, 1024), "split_ffma": (4, 1024), "imad_i": (4, 1024),
        "imadw_i": (4, 1024), "fimad_ffma": (4, 1024), "fimadw_ffma": (4, 1024), "imadwi_i": (4, 1024)}
+ALL = {**KERNELS, **PARK, **MIX}
 NCU_STALLS = [f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in (
     "barrier", "dispatch_stall", "long_scoreboard", "math_pipe_throttle", "mio_throttle", "misc",
     "no_instruction", "not_selected", "selected", "short_scoreboard", "wait")] + [
@@ -94,7 +94,7 @@ class Bench(MemoryBench):
     def _buffers(self, name, warps):
         """The kernel's parameters (values near 1: no overflow in 64 * iters FMAs), sink and stamps."""
         cp, np = self.cp, self.np
-        dt = np.float32 if {**KERNELS, **PARK, **MIX}[name][0] == 4 else np.float64
+        dt = np.float32 if ALL[name][0] == 4 else np.float64
         return (cp.asarray(1.0 + np.arange(128, dtype=dt) / 1024.0), cp.zeros(self.sms * 32 * warps, dtype=dt),
                 cp.zeros(self.sms * warps * 2, dtype=cp.int64))
 
@@ -123,12 +123,12 @@ class Bench(MemoryBench):
                         "sm0_starts": starts[0].tolist(), "sm0_ends": ends[0].tolist()})
         return res
 
-    def run(self, name, warps, iters, reps, active=None):
-        """Median rate over reps of the median over SMs; `active`: only the first `active` warps run the
-        loop and stamp (--park), or the list of the warps whose FMAs count (--mix's split): the rate is theirs."""
+    def run(self, name, warps, iters, reps, counted=None):
+        """Median rate over reps of the median over SMs; `counted`: the warps whose FMAs and stamps count
+        (--park: the 8 that run the loop; --mix's split: its FFMA warps), None for all: the rate is theirs."""
         p, sink, out = self._buffers(name, warps)
         rates = []
-        pick = list(active) if isinstance(active, (list, tuple)) else list(range(active or warps))
+        pick = list(range(warps)) if counted is None else list(counted)
         n = len(pick)
         for _ in range(reps):
             self.launch(name, self.sms, 32 * warps, (out, sink, p, self.np.int32(iters)), RESERVE_SHARED)
@@ -140,7 +140,7 @@ class Bench(MemoryBench):
 
 
 def max_warps(name: str, regs: int | None) -> int:
-    bound = {**KERNELS, **MIX}[name][1] // 32
+    bound = ALL[name][1] // 32
     if regs:
         bound = min(bound, 65536 // (32 * ((regs + 7) // 8 * 8)))
     return bound
@@ -161,6 +161,22 @@ def m_ncu(cubin: str, ncu: str, plan: list, metrics: list) -> dict:
     keep = ["Kernel Name", "Block Size"] + metrics
     return {"command": " ".join(map(shlex.quote, cmd)), "seconds": round(time.time() - t, 1), "returncode": r.returncode,
             "stderr_tail": r.stderr[-1500:], "launches": plan, "rows": [{k: row.get(k) for k in keep} for row in rows]}
+
+
+def time_set(b, R, key, names, warp_counts, counted, args, label=()):
+    """Time each kernel of `names` at the warp counts `warp_counts(name)` gives, the rate counting the warps
+    `counted(name, warps)` gives (None: all), into R[key][name][str(warps)]; a failed launch is noted in
+    R["errors"] and the others go on. R is written out after each kernel."""
+    R.setdefault(key, {})
+    for name in names:
+        R[key][name] = {}
+        for w in warp_counts(name):
+            try:
+                R[key][name][str(w)] = b.run(name, w, args.iters, args.reps, counted(name, w))
+            except Exception as e:  # noqa: BLE001
+                R["errors"].append(f"{name} w{w}: {e!r}")
+        print(*label, name, {w: v["fma_per_sm_cycle"] for w, v in R[key][name].items()}, flush=True)
+        write_json(args.out, R)
 
 
 def main() -> int:
@@ -217,48 +233,20 @@ def main() -> int:
          "registers": regs, "loops": loops, "rates": {}, "errors": errors}
     b = Bench(comp["cubin"])
     plan = []
-    for name in ([] if args.only_extra else KERNELS):
-        top = max_warps(name, regs.get(name))
-        R["rates"][name] = {}
-        for w in [int(x) for x in args.warps.split(",")]:
-            if w > top:
-                continue
-            try:
-                R["rates"][name][str(w)] = b.run(name, w, args.iters, args.reps)
-            except Exception as e:  # noqa: BLE001
-                R["errors"].append(f"{name} w{w}: {e!r}")
-        plan += [(name, 4), (name, min(32, top))]
-        print(name, {w: v["fma_per_sm_cycle"] for w, v in R["rates"][name].items()}, flush=True)
-        write_json(args.out, R)
+    counts = [int(x) for x in args.warps.split(",")]
+    top = {name: max_warps(name, regs.get(name)) for name in {**KERNELS, **MIX}}
+    if not args.only_extra:
+        time_set(b, R, "rates", KERNELS, lambda name: [w for w in counts if w <= top[name]], lambda name, w: None, args)
+        plan += [(name, w) for name in KERNELS for w in (4, min(32, top[name]))]
     if args.park:
-        R["park"] = {}
-        for name in PARK:
-            R["park"][name] = {}
-            for w in (8, 16, 32):
-                try:
-                    R["park"][name][str(w)] = b.run(name, w, args.iters, args.reps, active=ACTIVE)
-                except Exception as e:  # noqa: BLE001
-                    R["errors"].append(f"{name} w{w}: {e!r}")
-            plan += [(name, 8), (name, 32)]
-            print("park", name, {w: v["fma_per_sm_cycle"] for w, v in R["park"][name].items()}, flush=True)
-        write_json(args.out, R)
+        time_set(b, R, "park", PARK, lambda name: (8, 16, 32), lambda name, w: range(ACTIVE), args, ("park",))
+        plan += [(name, w) for name in PARK for w in (8, 32)]
     if args.mix:
-        # split_ffma's FFMA warps: the first 4 of every 8 (warp w runs on sub-partition w % 4)
-        R["mix"] = {}
-        for name in MIX:
-            R["mix"][name] = {}
-            top = max_warps(name, regs.get(name))
-            for w in [int(x) for x in args.warps.split(",")]:
-                if w > top or (name == "split_ffma" and w < 8):
-                    continue
-                pick = [i for i in range(w) if (i // 4) % 2 == 0] if name == "split_ffma" else None
-                try:
-                    R["mix"][name][str(w)] = b.run(name, w, args.iters, args.reps, active=pick)
-                except Exception as e:  # noqa: BLE001
-                    R["errors"].append(f"{name} w{w}: {e!r}")
-            plan += [(name, 8), (name, min(32, top))]
-            print("mix", name, {w: v["fma_per_sm_cycle"] for w, v in R["mix"][name].items()}, flush=True)
-        write_json(args.out, R)
+        # split_ffma's FFMA warps: the first 4 of every 8 (warp w runs on sub-partition w % 4), from 8 warps on
+        split = lambda name: name == "split_ffma"  # noqa: E731
+        time_set(b, R, "mix", MIX, lambda name: [w for w in counts if w <= top[name] and not (split(name) and w < 8)],
+                 lambda name, w: [i for i in range(w) if (i // 4) % 2 == 0] if split(name) else None, args, ("mix",))
+        plan += [(name, w) for name in MIX for w in (8, min(32, top[name]))]
     if args.sweep:
         R["sweep"] = {}
         for name, w in (("tp_ffma", 32), ("abc_ffma", 32), ("abc_ffma", 4), ("abc_dfma", 32)):

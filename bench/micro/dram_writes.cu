@@ -477,3 +477,34 @@ extern "C" __global__ void hot_wr(const float4* __restrict__ h, long long nh, in
     for (long long i = t; i < nw; i += stride) w[i] = make_float4(v, v, v, v);
     if (acc == 1.2345f) sink[0] = acc;
 }
+
+// ---- set "pkeep" (run_dram_writes.py --set pkeep): how many partly written sectors does L2 hold, and
+// does a sector whose pieces arrive later stay dear? The buffer is `sectors` 32-byte sectors; a grid-stride
+// loop gives each thread sectors i = t, t + stride, ...; `spread` 1 maps i to sector i (a warp store covers 32
+// consecutive sectors, 8 lines), 4 to sector (i % (sectors / 4)) * 4 + i / (sectors / 4) (one sector in each
+// of 32 consecutive lines, sector 0 of every line first). Pass 1 writes floats 0 .. w0 - 1 of every sector of
+// the thread (one 4-byte store each, back to back); pass 2, after pass 1 has gone over the whole buffer
+// (in step: every CTA resident), writes floats w0 .. w0 + w1 - 1. w0 + w1 < 8 leaves every sector partly
+// written to the kernel's end; w0 = 8 (or w0 + w1 = 8) completes them.
+__device__ __forceinline__ long long keep_sector(long long i, long long sectors, int spread) {
+    return spread == 1 ? i : (i % (sectors / spread)) * spread + i / (sectors / spread);
+}
+
+extern "C" __global__ void st_keep(float* out, long long sectors, int spread, int w0, int w1, float v) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+#pragma unroll 1
+    for (long long i = t; i < sectors; i += stride) {
+        float* s = out + keep_sector(i, sectors, spread) * 8;
+#pragma unroll 1
+        for (int j = 0; j < w0; ++j) s[j] = v;
+    }
+    if (w1 == 0) return;
+    __syncthreads();
+#pragma unroll 1
+    for (long long i = t; i < sectors; i += stride) {
+        float* s = out + keep_sector(i, sectors, spread) * 8;
+#pragma unroll 1
+        for (int j = w0; j < w0 + w1; ++j) s[j] = v;
+    }
+}

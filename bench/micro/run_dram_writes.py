@@ -21,6 +21,7 @@
     python3 bench/micro/run_dram_writes.py --set dmix --out R       # DRAM rate of read/write mixes, tile writes
     python3 bench/micro/run_dram_writes.py --set epi --out R        # hot_wr's writes in four store forms
     python3 bench/micro/run_dram_writes.py --set run --out R        # DRAM rate against contiguous run length
+    python3 bench/micro/run_dram_writes.py --set pkeep --out R      # sectors left partly written, or finished later
 
 Every case is one launch profiled once by Nsight Compute (`--cache-control all`, its default: L2 is
 flushed before the launch, so it starts cold) with a small metric set (DRAM bytes read/written, L2
@@ -51,7 +52,7 @@ MB = 1 << 20
 KERNELS = ("wr_rd", "wr_hot", "wr_twice", "st_tpose", "st_sector", "copy_il", "tp_naive", "tp_sector", "tp_colread",
            "st_delay", "copy_1pt", "copy_1pt_plain", "copy_gs1", "tp_naive_nc", "tp_sync", "tp_ldcg", "tp_hot", "tp_stcs",
            "st_tpose_ld", "tp_pitch", "tp_stonly", "st_stride", "st_group", "st_open", "wr_hot_a", "wr_wave_a",
-           "mix_rw", "copy_tile", "hot_wr", "hot_ep", "copy_run")
+           "mix_rw", "copy_tile", "hot_wr", "hot_ep", "copy_run", "st_keep")
 
 
 def cases() -> list[dict]:
@@ -103,6 +104,29 @@ def run_cases() -> list[dict]:
     about 512 bytes: 6-7% slower on the H100, dram_dmix_h100.json). The last three repeat g = 256 and 4."""
     out = [{"kernel": "copy_run", "m": 8192, "g": g, "dir": d} for d in (0, 1, 2) for g in (1, 2, 4, 8, 16, 32, 64, 256)]
     return out + [{"kernel": "copy_run", "m": 8192, "g": g, "dir": 0} for g in (256, 4, 1)]
+
+
+def pkeep_cases() -> list[dict]:
+    """Set "pkeep": st_keep (dram_writes.cu), S MiB of sectors (`cpsm` CTAs per SM, default 8, grid-stride), pass 1 writing
+    w0 of each sector's 8 floats, pass 2 (after pass 1 has covered the buffer) w1 more. Does L2 hold sectors
+    left partly written (w0 < 8, w1 = 0) as it holds whole ones (a copy's 16 MiB stay: 0.1-0.2 MiB written
+    back), or only so many of them, each written out with a DRAM read beside it? `spread` 4 puts a warp
+    store's 32 sectors in 32 lines. And does a sector finished later (w0 + w1 = 8) cost what one never
+    finished does?"""
+    out = [{"kernel": "st_keep", "S": s, "w0": 1, "w1": 0, "spread": 1} for s in (2, 4, 8, 12, 16, 24, 32)]
+    out += [{"kernel": "st_keep", "S": s, "w0": 1, "w1": 0, "spread": 4} for s in (4, 8, 16, 32)]
+    out += [{"kernel": "st_keep", "S": 16, "w0": w, "w1": 0, "spread": 1} for w in (2, 4, 7, 8)]
+    out += [{"kernel": "st_keep", "S": s, "w0": 1, "w1": 7, "spread": 1} for s in (4, 8, 16, 32)]
+    out += [{"kernel": "st_keep", "S": 16, "w0": 4, "w1": 4, "spread": 1}, {"kernel": "st_keep", "S": 16, "w0": 8, "w1": 0, "spread": 4}]
+    out += [{"kernel": "st_keep", "S": s, "w0": 1, "w1": 0, "spread": 1} for s in (8, 16)]  # repeats
+    # second run: sectors finished by one thread's 8 stores in a row (w0 = 8), the partly written lines open at
+    # once set by `cpsm` CTAs per SM (the grid: each thread has one sector open) and `spread` (lines per warp
+    # store: 8 / 16 / 32), at S = 4-32; and whether never-finished sectors depend on CTAs per SM (a capacity
+    # should not)
+    out += [{"kernel": "st_keep", "S": s, "w0": 8, "w1": 0, "spread": 1} for s in (4, 8, 32)]
+    out += [{"kernel": "st_keep", "S": 16, "w0": 8, "w1": 0, "spread": sp, "cpsm": c} for sp in (1, 4) for c in (1, 2, 4)]
+    out += [{"kernel": "st_keep", "S": 16, "w0": 8, "w1": 0, "spread": 2}, {"kernel": "st_keep", "S": 4, "w0": 8, "w1": 0, "spread": 4}]
+    return out + [{"kernel": "st_keep", "S": 16, "w0": 1, "w1": 0, "spread": 1, "cpsm": c} for c in (1, 4)]
 
 
 def epi_cases() -> list[dict]:
@@ -361,6 +385,11 @@ def ncu_child(cubin: str, which: str) -> None:
     n4 = lambda mib: np.int64(mib * MB // 16)  # noqa: E731
     big = abuf = gib = None
     for c in SETS[which]():
+        if c["kernel"] == "st_keep":  # the 64 MiB write buffer (S <= 32 MiB)
+            mod.get_function("st_keep")((c.get("cpsm", 8) * sms,), (block,), (wbuf, np.int64(c["S"] * MB // 32), np.int32(c["spread"]),
+                                                           np.int32(c["w0"]), np.int32(c["w1"]), np.float32(2.0)))
+            cp.cuda.runtime.deviceSynchronize()
+            continue
         if "S" in c:  # sets partial, transpose, copy, layout: 256 MiB buffers, made at the first such case
             if big is None:
                 big = (cp.zeros(256 * MB // 4, dtype=cp.float32), cp.ones(256 * MB // 4, dtype=cp.float32))
@@ -499,7 +528,7 @@ SETS = {"all": cases, "full": lambda: FULL_CASES, "partial": partial_cases, "tra
         "upload": upload_cases, "first": first_cases, "fresh": fresh_cases, "tpose2": tpose2_cases,
         "stload": stload_cases, "pitch": pitch_cases, "pstride": pstride_cases,
         "pgroup": pgroup_cases, "popen": popen_cases, "hota": hota_cases, "dmix": dmix_cases,
-        "epi": epi_cases, "run": run_cases}
+        "epi": epi_cases, "run": run_cases, "pkeep": pkeep_cases}
 
 
 def main() -> int:
@@ -508,7 +537,7 @@ def main() -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--which", default="all", help=argparse.SUPPRESS)
-    ap.add_argument("--set", choices=("writes", "partial", "transpose", "copy", "layout", "upload", "first", "fresh", "tpose2", "stload", "pitch", "pstride", "pgroup", "popen", "hota", "dmix", "epi", "run"), default="writes",
+    ap.add_argument("--set", choices=("writes", "partial", "transpose", "copy", "layout", "upload", "first", "fresh", "tpose2", "stload", "pitch", "pstride", "pgroup", "popen", "hota", "dmix", "epi", "run", "pkeep"), default="writes",
                     help="writes: the write-back cases (default); partial: partial-sector stores and copies near "
                          "capacity; transpose: transpose_naive and variants; copy: streamed copies in copy_float4's "
                          "order, finer write-then-read steps; layout: the same copies and transposes with the "
@@ -521,7 +550,7 @@ def main() -> int:
                          "beside the hot input, persistent CTAs and one wave per pass; dmix: DRAM rates of "
                          "read/write mixes and of a transpose's write segments, writes after re-read inputs; epi: "
                          "hot_wr's writes in four store forms (a GEMM epilogue's); run: DRAM rate against the contiguous "
-                         "bytes the resident CTAs touch per row")
+                         "bytes the resident CTAs touch per row; pkeep: sectors left partly written, or finished in a second pass")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
     args = ap.parse_args()
     if args.ncu_child:
@@ -551,7 +580,7 @@ def main() -> int:
     write_json(args.out, R)
     for c in R["ncu"]["cases"]:
         print({k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "A", "ar", "S", "k", "g", "nsec", "swap", "smem", "spin",
-                                     "a", "b", "m", "rows", "mode", "form", "cpsm", "dir", "dram_write_MiB", "dram_read_MiB", "gpu__time_duration.sum",
+                                     "a", "b", "m", "rows", "mode", "form", "cpsm", "dir", "w0", "w1", "spread", "dram_write_MiB", "dram_read_MiB", "gpu__time_duration.sum",
                                      "lts__t_sectors_op_read.sum", "lts__t_sectors_op_write.sum")})
     for c in R.get("ncu_full_metrics", {}).get("cases", []):
         print("full", {k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "dram_write_MiB", "dram_read_MiB")})

@@ -560,7 +560,7 @@ def main() -> int:
         ap.error("--out is required unless --dry-run")
     comp = compile_cubin(args.nvcc, os.path.join(HERE, "build"))
     if args.dry_run:
-        print(json.dumps({"compile": comp["command"], "cases": len(cases())}, indent=1))
+        print(json.dumps({"compile": comp["command"], "set": args.set, "cases": len(SETS.get(args.set, cases)())}, indent=1))
         return 0
     if cupy_missing("run_dram_writes.py"):
         return 2

@@ -508,3 +508,32 @@ extern "C" __global__ void st_keep(float* out, long long sectors, int spread, in
         for (int j = w0; j < w0 + w1; ++j) s[j] = v;
     }
 }
+
+// st_keep after a first phase that fills L2 (set "pkeep", its second part): what crowds partly written lines
+// out? Phase 1 either writes `pre` float4s of whole lines into `w` (pre_kind 1: dirty data), or reads `pre`
+// float4s of `r` (pre_kind 2: clean data, ld.global.cg), grid-stride; then, after a CTA barrier, st_keep's
+// pass 1 on the `sectors` sectors of `out` (w0 floats of each, `spread` as st_keep's).
+extern "C" __global__ void st_after(float4* w, const float4* __restrict__ r, long long pre, int pre_kind, float* out,
+                                    long long sectors, int spread, int w0, float* sink, float v) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    float acc = 0.f;
+    if (pre_kind == 1) {
+#pragma unroll 4
+        for (long long i = t; i < pre; i += stride) w[i] = make_float4(v, v, v, v);
+    } else if (pre_kind == 2) {
+#pragma unroll 4
+        for (long long i = t; i < pre; i += stride) {
+            const float4 x = __ldcg(r + i);
+            acc += (x.x + x.y) + (x.z + x.w);
+        }
+    }
+    __syncthreads();
+#pragma unroll 1
+    for (long long i = t; i < sectors; i += stride) {
+        float* s = out + keep_sector(i, sectors, spread) * 8;
+#pragma unroll 1
+        for (int j = 0; j < w0; ++j) s[j] = v;
+    }
+    if (acc == 1.2345f) sink[0] = acc;
+}

@@ -52,7 +52,7 @@ MB = 1 << 20
 KERNELS = ("wr_rd", "wr_hot", "wr_twice", "st_tpose", "st_sector", "copy_il", "tp_naive", "tp_sector", "tp_colread",
            "st_delay", "copy_1pt", "copy_1pt_plain", "copy_gs1", "tp_naive_nc", "tp_sync", "tp_ldcg", "tp_hot", "tp_stcs",
            "st_tpose_ld", "tp_pitch", "tp_stonly", "st_stride", "st_group", "st_open", "wr_hot_a", "wr_wave_a",
-           "mix_rw", "copy_tile", "hot_wr", "hot_ep", "copy_run", "st_keep")
+           "mix_rw", "copy_tile", "hot_wr", "hot_ep", "copy_run", "st_keep", "st_after")
 
 
 def cases() -> list[dict]:
@@ -126,7 +126,17 @@ def pkeep_cases() -> list[dict]:
     out += [{"kernel": "st_keep", "S": s, "w0": 8, "w1": 0, "spread": 1} for s in (4, 8, 32)]
     out += [{"kernel": "st_keep", "S": 16, "w0": 8, "w1": 0, "spread": sp, "cpsm": c} for sp in (1, 4) for c in (1, 2, 4)]
     out += [{"kernel": "st_keep", "S": 16, "w0": 8, "w1": 0, "spread": 2}, {"kernel": "st_keep", "S": 4, "w0": 8, "w1": 0, "spread": 4}]
-    return out + [{"kernel": "st_keep", "S": 16, "w0": 1, "w1": 0, "spread": 1, "cpsm": c} for c in (1, 4)]
+    out += [{"kernel": "st_keep", "S": 16, "w0": 1, "w1": 0, "spread": 1, "cpsm": c} for c in (1, 4)]
+    # third run (st_after): the same stores after X MiB of whole lines written (`pre` "w", dirty) or read
+    # (`pre` "r", clean) by the same grid. Does the data already in L2 crowd partly written lines out, and
+    # does clean data do it as dirty data does?
+    out += [{"kernel": "st_after", "S": 4, "w0": 8, "spread": 1, "pre": p, "X": x}
+            for p, x in (("w", 0), ("w", 8), ("w", 16), ("w", 24), ("r", 8), ("r", 16), ("r", 32))]
+    out += [{"kernel": "st_after", "S": 8, "w0": 1, "spread": 1, "pre": p, "X": x}
+            for p, x in (("w", 0), ("w", 8), ("w", 16), ("r", 16), ("r", 32))]
+    out += [{"kernel": "st_after", "S": 4, "w0": 8, "spread": 4, "pre": "w", "X": 16},
+            {"kernel": "st_after", "S": 4, "w0": 8, "spread": 1, "pre": "w", "X": 16, "cpsm": 1}]
+    return out
 
 
 def epi_cases() -> list[dict]:
@@ -390,6 +400,15 @@ def ncu_child(cubin: str, which: str) -> None:
                                                            np.int32(c["w0"]), np.int32(c["w1"]), np.float32(2.0)))
             cp.cuda.runtime.deviceSynchronize()
             continue
+        if c["kernel"] == "st_after":  # phase 1 in a 32 MiB part of the read or write buffer, the stores after it
+            if gib is None:
+                gib = (cp.ones(1024 * MB // 4, dtype=cp.float32), cp.zeros(1024 * MB // 4, dtype=cp.float32))
+            kind = {"w": 1, "r": 2}[c["pre"]] if c["X"] else 0
+            mod.get_function("st_after")((c.get("cpsm", 8) * sms,), (block,), (gib[1], gib[0], n4(c["X"]), np.int32(kind), wbuf,
+                                                                             np.int64(c["S"] * MB // 32), np.int32(c["spread"]),
+                                                                             np.int32(c["w0"]), sink, np.float32(2.0)))
+            cp.cuda.runtime.deviceSynchronize()
+            continue
         if "S" in c:  # sets partial, transpose, copy, layout: 256 MiB buffers, made at the first such case
             if big is None:
                 big = (cp.zeros(256 * MB // 4, dtype=cp.float32), cp.ones(256 * MB // 4, dtype=cp.float32))
@@ -580,7 +599,7 @@ def main() -> int:
     write_json(args.out, R)
     for c in R["ncu"]["cases"]:
         print({k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "A", "ar", "S", "k", "g", "nsec", "swap", "smem", "spin",
-                                     "a", "b", "m", "rows", "mode", "form", "cpsm", "dir", "w0", "w1", "spread", "dram_write_MiB", "dram_read_MiB", "gpu__time_duration.sum",
+                                     "a", "b", "m", "rows", "mode", "form", "cpsm", "dir", "w0", "w1", "spread", "pre", "X", "dram_write_MiB", "dram_read_MiB", "gpu__time_duration.sum",
                                      "lts__t_sectors_op_read.sum", "lts__t_sectors_op_write.sum")})
     for c in R.get("ncu_full_metrics", {}).get("cases", []):
         print("full", {k: c.get(k) for k in ("kernel", "order", "W", "R", "H", "dram_write_MiB", "dram_read_MiB")})

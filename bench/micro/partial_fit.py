@@ -2,7 +2,8 @@
 """Which structure for partly written L2 lines reproduces the `pkeep` microbenchmarks? (issue 12, DRAM
 write bytes; a study for a future change to gpusim/timing/mem/l2.py, nothing here is imported by gpusim.)
 
-    python3 bench/micro/partial_fit.py               # ~1-3 minutes on one core
+    python3 bench/micro/partial_fit.py               # ~4 minutes on one core (H200 fit, then the H100 check)
+    python3 bench/micro/partial_fit.py --h100-only   # the H100 check alone (~2 minutes)
     python3 bench/micro/partial_fit.py --scale 16    # finer (slower), to check the scale
 
 The measurements (validation/h100/micro/dram_pkeep_h200.json and its _run1/_run2, H200, Nsight Compute,
@@ -124,11 +125,87 @@ def predict(cases, evs, scale, entries, ways, policy, free) -> np.ndarray:
     return np.array([simulate(ev, entries // scale, ways, policy, free) * 32 * scale / MIB for ev in evs])
 
 
+# ---- the H100: st_stride (the `pstride` set) and transpose_naive, with their measured open CTAs ------------
+H100_FILE = "validation/h100/micro/dram_pstride_h100.json"
+OPEN = "validation/h100/micro/memory11_h100.json"  # st_order: CTAs of an SM between first and last store
+
+
+def h100_cases() -> list[dict]:
+    """st_stride launches at 8 CTAs per SM (open: st_order's ctas8) and at 2 (smem 100 KiB: ctas2), without
+    `spin` (that changes no order here), mean over repeats. The cost is the DRAM reads: at 64 MiB the writes
+    also carry whole lines over the capacity."""
+    opened = {k: v["mean_open_ctas_per_sm"] for k, v in json.load(open(os.path.join(REPO, OPEN)))["st_order"]["cases"].items()}
+    runs: dict[tuple, list[float]] = {}
+    for c in json.load(open(os.path.join(REPO, H100_FILE)))["ncu"]["cases"]:
+        if c.get("spin") or c.get("swap") or c.get("smem") not in (None, 100):
+            continue
+        runs.setdefault((c["S"], c["k"], 2 if c.get("smem") else 8), []).append(c["dram_read_MiB"])
+    return [{"S": s, "k": k, "cpsm": n, "open": opened["ctas8" if n == 8 else "ctas2"], "read": float(np.mean(v))}
+            for (s, k, n), v in sorted(runs.items())]
+
+
+def cta_events(rows: int, k: int, open_per_sm: float, scale: int) -> list[tuple[int, int, int]]:
+    """st_stride's stores (rows x 32 k floats; CTA (bx, by) of 32 x 8 threads writes float ty + 8 j of the
+    segment at column 32 by of rows 32 bx + lane, j = 0..3: sector j of 32 lines, a piece from each of its
+    8 warps; transpose_naive's output stores are the same with k = m / 32), CTAs in launch order (bx
+    fastest), `open_per_sm` x 132 of them storing in lockstep at a time: for j, for ty, their 32 lines."""
+    gx, gy = rows // 32, k
+    ctas = [(bx, by) for by in range(gy) for bx in range(gx)]
+    ctas = ctas[: max(1, len(ctas) // scale)]  # 1/scale of the grid, the open CTAs scaled alike
+    group = max(1, int(round(open_per_sm * SMS / scale)))
+    out = []
+    lanes = np.arange(32)
+    for g0 in range(0, len(ctas), group):
+        gen = ctas[g0:g0 + group]
+        lines = [((bx * 32 + lanes) * k + by).tolist() for bx, by in gen]
+        for j in range(4):
+            for _ty in range(8):
+                for ls in lines:
+                    out += [(l, j, 1) for l in ls]
+    return out
+
+
+def h100_section(scale: int) -> None:
+    cases = h100_cases()
+    evs = []
+    for c in cases:
+        rows = c["S"] * MIB // (4 * 32 * c["k"]) // 32 * 32
+        evs.append(cta_events(rows, c["k"], c["open"], scale))
+    reads = np.array([c["read"] for c in cases])
+    print(f"\nH100: {len(cases)} st_stride launches ({H100_FILE}), CTAs open at once from {OPEN}; "
+          f"{sum(map(len, evs)):,} events per evaluation")
+    lines_mib = MIB // 128
+    tried = []
+    for policy in ("lru", "random"):
+        for e_mib, ways in itertools.product((1, 2, 3, 4, 6), (4, 16, 32)):
+            pred = predict(cases, evs, scale, e_mib * lines_mib, ways, policy, False)
+            tried.append((float(np.mean(np.abs(pred - reads))), policy, e_mib, ways, pred))
+    mae, policy, e_mib, ways, pred = min(tried, key=lambda t: t[0])
+    print(f"best: {policy}, E = {e_mib} MiB of lines in {ways}-way sets, entries staying until evicted "
+          f"(read MAE {mae:.2f} MiB)")
+    print(f"{'S':>3s} {'k':>3s} {'cpsm':>4s} {'open':>5s} {'read':>6s} {'model':>6s}   (MiB)")
+    for c, p in zip(cases, pred):
+        print(f"{c['S']:3d} {c['k']:3d} {c['cpsm']:4d} {c['open']:5.2f} {c['read']:6.2f} {p:6.2f}")
+    tp_open = json.load(open(os.path.join(REPO, OPEN)))["st_order"]["cases"]["tp_naive"]["mean_open_ctas_per_sm"]
+    print(f"\ntranspose_naive (not fitted; its stores are st_stride's with k = m / 32, {tp_open:.1f} CTAs open per SM as "
+          f"st_order measured it), extra DRAM reads beyond the input, MiB:")
+    for m, measured in ((2048, 3.49), (4096, 13.95), (8192, 64.15)):
+        ev = cta_events(m, m // 32, tp_open, scale)
+        p = simulate(ev, e_mib * lines_mib // scale, ways, policy, False) * 32 * scale / MIB
+        print(f"  m = {m} ({m * m * 4 // MIB} MiB): model {p:6.2f}, measured {measured:6.2f} "
+              f"(validate's records, reads - {m * m * 4 // MIB})")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--scale", type=int, default=32, help="simulate 1/scale of the chip (default 32)")
+    ap.add_argument("--h100-only", action="store_true", help="only the H100 section")
     a = ap.parse_args(argv)
     t0 = time.time()
+    if a.h100_only:
+        h100_section(a.scale)
+        print(f"\ntotal {time.time() - t0:.0f} s")
+        return 0
     cases = load_cases()
     evs = [events(c, a.scale) for c in cases]
     reads = np.array([c["read"] for c in cases])
@@ -152,6 +229,7 @@ def main(argv=None) -> int:
     print(f"{'S':>3s} {'w0':>2s} {'w1':>2s} {'spread':>6s} {'cpsm':>4s} {'written':>7s} {'read':>6s} {'model':>6s}   (MiB)")
     for c, p in zip(cases, pred):
         print(f"{c['S']:3d} {c['w0']:2d} {c['w1']:2d} {c['spread']:6d} {c['cpsm']:4d} {c['write']:7.2f} {c['read']:6.2f} {p:6.2f}")
+    h100_section(a.scale)
     print(f"\ntotal {time.time() - t0:.0f} s")
     return 0
 

@@ -873,3 +873,23 @@ def test_store_with_no_lane_on(engine, monkeypatch):
     r = run_workload(str(Path(__file__).parent / "data" / "guarded_store.yaml"), "h100", 64, mode="detailed")
     assert r.cycles > 0 and r.check is not None
     assert r.memory["dram_write_bytes"] == 0 and r.memory["dram_read_bytes"] >= 256 * 1024
+
+
+def test_partial_line_table_study_writes_out_only_unfinished_victims():
+    """bench/micro/partial_fit.py's table (a study, not the model): lines that fit cost nothing; with one
+    set of 2 entries, a third never-finished line evicts one (its unfinished sector read and written) and
+    a line finished before it is evicted costs nothing; sectors made whole take later pieces without an
+    entry."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("partial_fit", Path(__file__).parent.parent / "bench" / "micro" / "partial_fit.py")
+    pf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pf)
+    one_piece = [(line, 0, 1) for line in range(3)]
+    assert pf.simulate(one_piece, entries=4, ways=4, policy="lru", free=False) == 0
+    assert pf.simulate(one_piece, entries=2, ways=2, policy="lru", free=False) == 1
+    finished_first = [(0, 0, 1)] * 8 + [(1, 0, 1), (2, 0, 1)]  # line 0's sector gets all 8 pieces, then two more lines
+    assert pf.simulate(finished_first, entries=2, ways=2, policy="lru", free=False) == 0
+    evicted_then_more = [(0, 0, 1), (1, 0, 1), (2, 0, 1)] + [(0, 0, 1)] * 7  # line 0 evicted (cost 1), then finished
+    assert pf.simulate(evicted_then_more, entries=2, ways=2, policy="lru", free=False) == 1

@@ -537,3 +537,20 @@ extern "C" __global__ void st_after(float4* w, const float4* __restrict__ r, lon
     }
     if (acc == 1.2345f) sink[0] = acc;
 }
+
+// st_keep with the lines of a warp store `k` lines apart (set "pkeep", its fourth part): keep_sector's sector
+// s, in line s / 4 of L lines, moves to line (line % (L / k)) * k + line / (L / k) (a transpose of the line
+// index), so lanes on neighbouring lines land k lines apart. Does the table hold neighbouring lines better
+// than scattered ones at the same number open at once (the H100's st_stride: k = 1, 2 cheap)?
+extern "C" __global__ void st_keepk(float* out, long long sectors, int spread, int k, int w0, float v) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    const long long per = sectors / 4 / k;  // lines / k
+#pragma unroll 1
+    for (long long i = t; i < sectors; i += stride) {
+        const long long s = keep_sector(i, sectors, spread), line = s / 4;
+        float* p = out + (((line % per) * k + line / per) * 4 + s % 4) * 8;
+#pragma unroll 1
+        for (int j = 0; j < w0; ++j) p[j] = v;
+    }
+}

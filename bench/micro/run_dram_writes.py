@@ -52,7 +52,7 @@ MB = 1 << 20
 KERNELS = ("wr_rd", "wr_hot", "wr_twice", "st_tpose", "st_sector", "copy_il", "tp_naive", "tp_sector", "tp_colread",
            "st_delay", "copy_1pt", "copy_1pt_plain", "copy_gs1", "tp_naive_nc", "tp_sync", "tp_ldcg", "tp_hot", "tp_stcs",
            "st_tpose_ld", "tp_pitch", "tp_stonly", "st_stride", "st_group", "st_open", "wr_hot_a", "wr_wave_a",
-           "mix_rw", "copy_tile", "hot_wr", "hot_ep", "copy_run", "st_keep", "st_after")
+           "mix_rw", "copy_tile", "hot_wr", "hot_ep", "copy_run", "st_keep", "st_after", "st_keepk")
 
 
 def cases() -> list[dict]:
@@ -136,7 +136,10 @@ def pkeep_cases() -> list[dict]:
             for p, x in (("w", 0), ("w", 8), ("w", 16), ("r", 16), ("r", 32))]
     out += [{"kernel": "st_after", "S": 4, "w0": 8, "spread": 4, "pre": "w", "X": 16},
             {"kernel": "st_after", "S": 4, "w0": 8, "spread": 1, "pre": "w", "X": 16, "cpsm": 1}]
-    return out
+    # fourth run (st_keepk): a warp store's lines k apart instead of neighbours, at the same lines open at once
+    out += [{"kernel": "st_keepk", "S": 16, "w0": 8, "spread": 4, "k": k, "cpsm": c} for c in (1, 2) for k in (1, 3, 8, 64)]
+    out += [{"kernel": "st_keepk", "S": 16, "w0": 8, "spread": 1, "k": k, "cpsm": c} for c in (4, 8) for k in (1, 64)]
+    return out + [{"kernel": "st_keepk", "S": 8, "w0": 1, "spread": 1, "k": k} for k in (1, 64)]
 
 
 def epi_cases() -> list[dict]:
@@ -398,6 +401,11 @@ def ncu_child(cubin: str, which: str) -> None:
         if c["kernel"] == "st_keep":  # the 64 MiB write buffer (S <= 32 MiB)
             mod.get_function("st_keep")((c.get("cpsm", 8) * sms,), (block,), (wbuf, np.int64(c["S"] * MB // 32), np.int32(c["spread"]),
                                                            np.int32(c["w0"]), np.int32(c["w1"]), np.float32(2.0)))
+            cp.cuda.runtime.deviceSynchronize()
+            continue
+        if c["kernel"] == "st_keepk":
+            mod.get_function("st_keepk")((c.get("cpsm", 8) * sms,), (block,), (wbuf, np.int64(c["S"] * MB // 32), np.int32(c["spread"]),
+                                                                             np.int32(c["k"]), np.int32(c["w0"]), np.float32(2.0)))
             cp.cuda.runtime.deviceSynchronize()
             continue
         if c["kernel"] == "st_after":  # phase 1 in a 32 MiB part of the read or write buffer, the stores after it

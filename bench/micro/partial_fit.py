@@ -6,7 +6,7 @@ write bytes; a study for a future change to gpusim/timing/mem/l2.py, nothing her
     python3 bench/micro/partial_fit.py --h100-only   # the H100 check alone (~2 minutes)
     python3 bench/micro/partial_fit.py --scale 16    # finer (slower), to check the scale
 
-The measurements (validation/h100/micro/dram_pkeep_h200.json and its _run1/_run2, H200, Nsight Compute,
+The measurements (validation/h100/micro/dram_pkeep_h200.json and its _run1 to _run3, H200, Nsight Compute,
 L2 flushed before each launch) are st_keep's grid-stride sweeps (bench/micro/dram_writes.cu): S MiB of
 32-byte sectors, each thread writing w0 of a sector's 8 floats with 4-byte stores, then optionally w1
 more in a second sweep; `spread` 1 puts a warp store's 32 sectors in 8 lines, 4 in 32 lines; `cpsm` CTAs
@@ -43,7 +43,7 @@ from collections import OrderedDict
 import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-FILES = [f"validation/h100/micro/dram_pkeep_h200{s}.json" for s in ("", "_run1", "_run2")]
+FILES = [f"validation/h100/micro/dram_pkeep_h200{s}.json" for s in ("", "_run1", "_run2", "_run3")]
 MIB = 1 << 20
 SMS, BLOCK = 132, 256
 
@@ -53,7 +53,7 @@ def load_cases() -> list[dict]:
     runs: dict[tuple, list[float]] = {}
     for f in FILES:
         for c in json.load(open(os.path.join(REPO, f)))["ncu"]["cases"]:
-            if c["kernel"] == "st_after" and c.get("X"):
+            if c["kernel"] not in ("st_keep", "st_after") or c.get("X"):  # (st_keepk: its lines k apart)
                 continue
             key = (c["S"], c["w0"], c.get("w1") or 0, c["spread"], c.get("cpsm") or 8)
             runs.setdefault(key, []).append((c["dram_write_MiB"], c["dram_read_MiB"]))

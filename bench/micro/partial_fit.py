@@ -121,7 +121,8 @@ def simulate(ev, entries: int, ways: int, policy: str, free: bool, seed: int = 1
     return cost
 
 
-def predict(cases, evs, scale, entries, ways, policy, free) -> np.ndarray:
+def predict(evs, scale, entries, ways, policy, free) -> np.ndarray:
+    """MiB written out per trace (the chip's, from 1/`scale` of it)."""
     return np.array([simulate(ev, entries // scale, ways, policy, free) * 32 * scale / MIB for ev in evs])
 
 
@@ -178,7 +179,7 @@ def h100_section(scale: int) -> None:
     tried = []
     for policy in ("lru", "random"):
         for e_mib, ways in itertools.product((1, 2, 3, 4, 6), (4, 16, 32)):
-            pred = predict(cases, evs, scale, e_mib * lines_mib, ways, policy, False)
+            pred = predict(evs, scale, e_mib * lines_mib, ways, policy, False)
             tried.append((float(np.mean(np.abs(pred - reads))), policy, e_mib, ways, pred))
     mae, policy, e_mib, ways, pred = min(tried, key=lambda t: t[0])
     print(f"best: {policy}, E = {e_mib} MiB of lines in {ways}-way sets, entries staying until evicted "
@@ -217,7 +218,7 @@ def main(argv=None) -> int:
     tried = []
     for policy, free in itertools.product(("lru", "random"), (False, True)):
         for e_mib, ways in itertools.product((6, 7, 8, 9, 10, 12), (4, 8, 16)):
-            pred = predict(cases, evs, a.scale, e_mib * lines_mib, ways, policy, free)
+            pred = predict(evs, a.scale, e_mib * lines_mib, ways, policy, free)
             tried.append((float(np.mean(np.abs(pred - reads))), float(np.mean(np.abs(pred - writes))), policy, free,
                           e_mib, ways, pred))
         top = min((t for t in tried if t[2] == policy and t[3] == free), key=lambda t: t[0])

@@ -199,6 +199,28 @@ extern "C" __global__ void __launch_bounds__(256) outer8_ffma(long long* o, floa
 PARKED(park_tp_ffma, (k_tp<float, true>))
 PARKED(park_abc_ffma, (k_abc<float, 8, 0, true>))
 
+// ---- slots (run_regbank.py --slots): does the sub-partition's FFMA rate at 2 warps depend on which warp slots
+// the two occupy? A CTA of 16 warps puts 4 on each sub-partition (warp w on w % 4, in slot w / 4); the warps
+// whose slot is in the bit mask SLOTS run the loop (2 per sub-partition, 8 in all, named barrier 2 as with
+// --park), the other 8 stay parked at named barrier 1. If the two half-rate FMA pipes went by slot parity,
+// slots 0 + 2 or 1 + 3 would run slower than 0 + 1 or 0 + 3.
+#define SLOTTED(NAME, CALL, SLOTS)                                                                             \
+    extern "C" __global__ void __launch_bounds__(1024) NAME(long long* o, float* s, const float* p, int n) { \
+        if (!(((SLOTS) >> ((threadIdx.x >> 7) & 3)) & 1)) {                                                     \
+            asm volatile("bar.sync 1, %0;" ::"r"(blockDim.x) : "memory");                                     \
+            return;                                                                                            \
+        }                                                                                                      \
+        CALL(o, s, p, n);                                                                                      \
+    }
+SLOTTED(slots01_tp_ffma, (k_tp<float, true>), 0x3)
+SLOTTED(slots02_tp_ffma, (k_tp<float, true>), 0x5)
+SLOTTED(slots13_tp_ffma, (k_tp<float, true>), 0xA)
+SLOTTED(slots03_tp_ffma, (k_tp<float, true>), 0x9)
+SLOTTED(slots01_abc_ffma, (k_abc<float, 8, 0, true>), 0x3)
+SLOTTED(slots02_abc_ffma, (k_abc<float, 8, 0, true>), 0x5)
+SLOTTED(slots13_abc_ffma, (k_abc<float, 8, 0, true>), 0xA)
+SLOTTED(slots03_abc_ffma, (k_abc<float, 8, 0, true>), 0x9)
+
 // ---- dilution, split and IMAD (run_regbank.py --mix). Does the FFMA slow-down at 4-8 warps per sub-partition
 // go with the FMA pipe's warps or with every issuing warp, and what do integer multiply-adds cost? k_ops runs
 // 8 chains per kind, per step and chain: FIRST (an FFMA of abc's, an IADD3 of three registers, or nothing),

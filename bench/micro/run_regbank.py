@@ -49,13 +49,23 @@ KERNELS = {
 # --park: warps 0-7 run the loop, the rest wait at a named barrier the whole run (regbank.cu "parked warps")
 PARK = {"park_tp_ffma": (4, 1024), "park_abc_ffma": (4, 1024)}
 ACTIVE = 8
+# --slots: 16 warps, the 8 in the slots of the kernel's mask run the loop (regbank.cu "slots"), 2 per sub-partition
+SLOTS = {f"slots{a}{b}_{k}_ffma": (4, 1024) for k in ("tp", "abc") for a, b in ((0, 1), (0, 2), (1, 3), (0, 3))}
+
+
+def slot_warps(name: str) -> list[int]:
+    """The warps of a 16-warp CTA that run `name`'s loop: those in its two slots (warp w in slot w // 4)."""
+    a, b = int(name[5]), int(name[6])
+    return [w for w in range(16) if w // 4 in (a, b)]
+
+
 # --mix (regbank.cu k_ops): abc's FFMAs each followed by 1 or 2 IADD3s (mixN); split_ffma, whose warps 4-7,
 # 12-15, ... (one per sub-partition in each group of 4) run the same loop with IADD3s for FFMAs; imad_i /
 # imadw_i / imadwi_i: 64 IMADs / IMAD.WIDE.U32s / IMAD.WIDEs by an immediate per warp per iteration (the rate
 # counts them); fimad_ffma / fimadw_ffma: abc's FFMAs each followed by an IMAD / IMAD.WIDE.U32 (it counts FFMAs)
 MIX = {"mix1_ffma": (4, 1024), "mix2_ffma": (4, 1024), "split_ffma": (4, 1024), "imad_i": (4, 1024),
        "imadw_i": (4, 1024), "fimad_ffma": (4, 1024), "fimadw_ffma": (4, 1024), "imadwi_i": (4, 1024)}
-ALL = {**KERNELS, **PARK, **MIX}
+ALL = {**KERNELS, **PARK, **MIX, **SLOTS}
 NCU_STALLS = [f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in (
     "barrier", "dispatch_stall", "long_scoreboard", "math_pipe_throttle", "mio_throttle", "misc",
     "no_instruction", "not_selected", "selected", "short_scoreboard", "wait")] + [
@@ -197,7 +207,10 @@ def main() -> int:
     ap.add_argument("--mix", action="store_true",
                     help="also: abc's FFMAs diluted with 1 or 2 IADD3 each, FFMA warps beside IADD3 warps (split), "
                          "IMAD and IMAD.WIDE chains alone and after each FFMA")
-    ap.add_argument("--only-extra", action="store_true", help="skip the main kernels (time only --park/--mix's)")
+    ap.add_argument("--slots", action="store_true",
+                    help="also: tp and abc with 2 warps per sub-partition in slots 0+1, 0+2, 1+3 or 0+3 of 4 (16 warps, "
+                         "the other 8 parked)")
+    ap.add_argument("--only-extra", action="store_true", help="skip the main kernels (time only --park/--mix/--slots')")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
     args = ap.parse_args()
     if args.ncu_child:
@@ -241,6 +254,9 @@ def main() -> int:
     if args.park:
         time_set(b, R, "park", PARK, lambda name: (8, 16, 32), lambda name, w: range(ACTIVE), args, ("park",))
         plan += [(name, w) for name in PARK for w in (8, 32)]
+    if args.slots:
+        time_set(b, R, "slots", SLOTS, lambda name: (16,), lambda name, w: slot_warps(name), args, ("slots",))
+        plan += [(name, 16) for name in SLOTS]
     if args.mix:
         # split_ffma's FFMA warps: the first 4 of every 8 (warp w runs on sub-partition w % 4), from 8 warps on
         split = lambda name: name == "split_ffma"  # noqa: E731

@@ -232,7 +232,7 @@ SLOTTED(slots03_abc_ffma, (k_abc<float, 8, 0, true>), 0x9)
 // imad / imadw / imadwi: IMADs / IMAD.WIDE.U32s / IMAD.WIDEs by an immediate alone; fimad / fimadw: each FFMA
 // followed by an IMAD / IMAD.WIDE.U32. 64 FFMAs (or IMADs
 // where there are none) per warp per iteration.
-enum { FFMA_OP = 0, IADD3_OP = 1, NO_OP = 2 };
+enum { FFMA_OP = 0, IADD3_OP = 1, NO_OP = 2, TP_OP = 3 };  // TP_OP: tp's FFMA, x[j] = fma(x[j], A, B), A and B shared
 enum { ADD3 = 0, IMAD = 1, WIDE = 2, WIDEI = 3 };
 template <int FIRST, int OP, int N>
 DEVI void k_ops(long long* out, float* sink, const float* p, int iters) {
@@ -263,6 +263,8 @@ DEVI void k_ops(long long* out, float* sink, const float* p, int iters) {
                 for (int j = 0; j < 8; ++j) {
                     if (FIRST == FFMA_OP)
                         x[j] = fma_(a[j], b[j], x[j]);
+                    else if (FIRST == TP_OP)
+                        x[j] = fma_(x[j], a[0], b[0]);
                     else if (FIRST == IADD3_OP)
                         k[j] = k[j] + u[j] + v[(j + s) & 7];
 #pragma unroll
@@ -289,6 +291,14 @@ DEVI void k_ops(long long* out, float* sink, const float* p, int iters) {
 }
 extern "C" __global__ void __launch_bounds__(1024) mix1_ffma(long long* o, float* s, const float* p, int n) {
     k_ops<FFMA_OP, ADD3, 1>(o, s, p, n);
+}
+// tp's FFMAs (two sources the same for every chain: .reuse) alone and each followed by an IADD3 (run_regbank.py
+// --mix): does an instruction between a warp's FFMAs keep their reuse hits when 3 or more warps interleave?
+extern "C" __global__ void __launch_bounds__(1024) tp0_ffma(long long* o, float* s, const float* p, int n) {
+    k_ops<TP_OP, ADD3, 0>(o, s, p, n);
+}
+extern "C" __global__ void __launch_bounds__(1024) mixtp1_ffma(long long* o, float* s, const float* p, int n) {
+    k_ops<TP_OP, ADD3, 1>(o, s, p, n);
 }
 extern "C" __global__ void __launch_bounds__(1024) mix2_ffma(long long* o, float* s, const float* p, int n) {
     k_ops<FFMA_OP, ADD3, 2>(o, s, p, n);

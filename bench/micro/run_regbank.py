@@ -64,7 +64,8 @@ def slot_warps(name: str) -> list[int]:
 # imadw_i / imadwi_i: 64 IMADs / IMAD.WIDE.U32s / IMAD.WIDEs by an immediate per warp per iteration (the rate
 # counts them); fimad_ffma / fimadw_ffma: abc's FFMAs each followed by an IMAD / IMAD.WIDE.U32 (it counts FFMAs)
 MIX = {"mix1_ffma": (4, 1024), "mix2_ffma": (4, 1024), "split_ffma": (4, 1024), "imad_i": (4, 1024),
-       "imadw_i": (4, 1024), "fimad_ffma": (4, 1024), "fimadw_ffma": (4, 1024), "imadwi_i": (4, 1024)}
+       "imadw_i": (4, 1024), "fimad_ffma": (4, 1024), "fimadw_ffma": (4, 1024), "imadwi_i": (4, 1024),
+       "tp0_ffma": (4, 1024), "mixtp1_ffma": (4, 1024)}
 ALL = {**KERNELS, **PARK, **MIX, **SLOTS}
 NCU_STALLS = [f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in (
     "barrier", "dispatch_stall", "long_scoreboard", "math_pipe_throttle", "mio_throttle", "misc",

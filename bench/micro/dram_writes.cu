@@ -490,23 +490,22 @@ __device__ __forceinline__ long long keep_sector(long long i, long long sectors,
     return spread == 1 ? i : (i % (sectors / spread)) * spread + i / (sectors / spread);
 }
 
-extern "C" __global__ void st_keep(float* out, long long sectors, int spread, int w0, int w1, float v) {
+// One sweep of st_keep's: floats lo .. hi - 1 of each of the thread's sectors, one 4-byte store each.
+__device__ __forceinline__ void keep_pass(float* out, long long sectors, int spread, int lo, int hi, float v) {
     const long long stride = (long long)gridDim.x * blockDim.x;
-    const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
 #pragma unroll 1
-    for (long long i = t; i < sectors; i += stride) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < sectors; i += stride) {
         float* s = out + keep_sector(i, sectors, spread) * 8;
 #pragma unroll 1
-        for (int j = 0; j < w0; ++j) s[j] = v;
+        for (int j = lo; j < hi; ++j) s[j] = v;
     }
+}
+
+extern "C" __global__ void st_keep(float* out, long long sectors, int spread, int w0, int w1, float v) {
+    keep_pass(out, sectors, spread, 0, w0, v);
     if (w1 == 0) return;
     __syncthreads();
-#pragma unroll 1
-    for (long long i = t; i < sectors; i += stride) {
-        float* s = out + keep_sector(i, sectors, spread) * 8;
-#pragma unroll 1
-        for (int j = w0; j < w0 + w1; ++j) s[j] = v;
-    }
+    keep_pass(out, sectors, spread, w0, w0 + w1, v);
 }
 
 // st_keep after a first phase that fills L2 (set "pkeep", its second part): what crowds partly written lines
@@ -529,12 +528,7 @@ extern "C" __global__ void st_after(float4* w, const float4* __restrict__ r, lon
         }
     }
     __syncthreads();
-#pragma unroll 1
-    for (long long i = t; i < sectors; i += stride) {
-        float* s = out + keep_sector(i, sectors, spread) * 8;
-#pragma unroll 1
-        for (int j = 0; j < w0; ++j) s[j] = v;
-    }
+    keep_pass(out, sectors, spread, 0, w0, v);
     if (acc == 1.2345f) sink[0] = acc;
 }
 

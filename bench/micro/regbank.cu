@@ -188,14 +188,15 @@ extern "C" __global__ void __launch_bounds__(256) outer8_ffma(long long* o, floa
 // ---- parked warps (run_regbank.py --park): does the FFMA slow-down at 4-8 warps per sub-partition go with
 // the warps resident or the warps issuing? Warps 0-7 (2 per sub-partition) run tp / abc's loop; warps 8
 // and up stay resident at named barrier 1 the whole run and stamp nothing (the rate is the 8 warps').
-#define PARKED(NAME, CALL)                                                                                     \
+#define PARKED_WHEN(NAME, CALL, PARK)                                                                          \
     extern "C" __global__ void __launch_bounds__(1024) NAME(long long* o, float* s, const float* p, int n) { \
-        if ((threadIdx.x >> 5) >= 8) {                                                                         \
+        if (PARK) {                                                                                            \
             asm volatile("bar.sync 1, %0;" ::"r"(blockDim.x) : "memory");                                     \
             return;                                                                                            \
         }                                                                                                      \
         CALL(o, s, p, n);                                                                                      \
     }
+#define PARKED(NAME, CALL) PARKED_WHEN(NAME, CALL, (threadIdx.x >> 5) >= 8)
 PARKED(park_tp_ffma, (k_tp<float, true>))
 PARKED(park_abc_ffma, (k_abc<float, 8, 0, true>))
 
@@ -204,14 +205,7 @@ PARKED(park_abc_ffma, (k_abc<float, 8, 0, true>))
 // whose slot is in the bit mask SLOTS run the loop (2 per sub-partition, 8 in all, named barrier 2 as with
 // --park), the other 8 stay parked at named barrier 1. If the two half-rate FMA pipes went by slot parity,
 // slots 0 + 2 or 1 + 3 would run slower than 0 + 1 or 0 + 3.
-#define SLOTTED(NAME, CALL, SLOTS)                                                                             \
-    extern "C" __global__ void __launch_bounds__(1024) NAME(long long* o, float* s, const float* p, int n) { \
-        if (!(((SLOTS) >> ((threadIdx.x >> 7) & 3)) & 1)) {                                                     \
-            asm volatile("bar.sync 1, %0;" ::"r"(blockDim.x) : "memory");                                     \
-            return;                                                                                            \
-        }                                                                                                      \
-        CALL(o, s, p, n);                                                                                      \
-    }
+#define SLOTTED(NAME, CALL, SLOTS) PARKED_WHEN(NAME, CALL, !(((SLOTS) >> ((threadIdx.x >> 7) & 3)) & 1))
 SLOTTED(slots01_tp_ffma, (k_tp<float, true>), 0x3)
 SLOTTED(slots02_tp_ffma, (k_tp<float, true>), 0x5)
 SLOTTED(slots13_tp_ffma, (k_tp<float, true>), 0xA)
@@ -289,20 +283,17 @@ DEVI void k_ops(long long* out, float* sink, const float* p, int iters) {
     for (int j = 0; j < 8; ++j) s += x[j] + __int_as_float(k[j]) + (float)w[j];
     sink[blockIdx.x * blockDim.x + threadIdx.x] = s;
 }
-extern "C" __global__ void __launch_bounds__(1024) mix1_ffma(long long* o, float* s, const float* p, int n) {
-    k_ops<FFMA_OP, ADD3, 1>(o, s, p, n);
-}
+// a kernel that runs k_ops<FIRST, OP, N> alone
+#define OPS(NAME, ...)                                                                                         \
+    extern "C" __global__ void __launch_bounds__(1024) NAME(long long* o, float* s, const float* p, int n) { \
+        k_ops<__VA_ARGS__>(o, s, p, n);                                                                        \
+    }
+OPS(mix1_ffma, FFMA_OP, ADD3, 1)
 // tp's FFMAs (two sources the same for every chain: .reuse) alone and each followed by an IADD3 (run_regbank.py
 // --mix): does an instruction between a warp's FFMAs keep their reuse hits when 3 or more warps interleave?
-extern "C" __global__ void __launch_bounds__(1024) tp0_ffma(long long* o, float* s, const float* p, int n) {
-    k_ops<TP_OP, ADD3, 0>(o, s, p, n);
-}
-extern "C" __global__ void __launch_bounds__(1024) mixtp1_ffma(long long* o, float* s, const float* p, int n) {
-    k_ops<TP_OP, ADD3, 1>(o, s, p, n);
-}
-extern "C" __global__ void __launch_bounds__(1024) mix2_ffma(long long* o, float* s, const float* p, int n) {
-    k_ops<FFMA_OP, ADD3, 2>(o, s, p, n);
-}
+OPS(tp0_ffma, TP_OP, ADD3, 0)
+OPS(mixtp1_ffma, TP_OP, ADD3, 1)
+OPS(mix2_ffma, FFMA_OP, ADD3, 2)
 extern "C" __global__ void __launch_bounds__(1024) split_ffma(long long* o, float* s, const float* p, int n) {
     if (((threadIdx.x >> 7) & 1) == 0)
         k_ops<FFMA_OP, ADD3, 0>(o, s, p, n);
@@ -310,18 +301,8 @@ extern "C" __global__ void __launch_bounds__(1024) split_ffma(long long* o, floa
         k_ops<IADD3_OP, ADD3, 0>(o, s, p, n);
 }
 
-extern "C" __global__ void __launch_bounds__(1024) imadwi_i(long long* o, float* s, const float* p, int n) {
-    k_ops<NO_OP, WIDEI, 1>(o, s, p, n);
-}
-extern "C" __global__ void __launch_bounds__(1024) imad_i(long long* o, float* s, const float* p, int n) {
-    k_ops<NO_OP, IMAD, 1>(o, s, p, n);
-}
-extern "C" __global__ void __launch_bounds__(1024) imadw_i(long long* o, float* s, const float* p, int n) {
-    k_ops<NO_OP, WIDE, 1>(o, s, p, n);
-}
-extern "C" __global__ void __launch_bounds__(1024) fimad_ffma(long long* o, float* s, const float* p, int n) {
-    k_ops<FFMA_OP, IMAD, 1>(o, s, p, n);
-}
-extern "C" __global__ void __launch_bounds__(1024) fimadw_ffma(long long* o, float* s, const float* p, int n) {
-    k_ops<FFMA_OP, WIDE, 1>(o, s, p, n);
-}
+OPS(imadwi_i, NO_OP, WIDEI, 1)
+OPS(imad_i, NO_OP, IMAD, 1)
+OPS(imadw_i, NO_OP, WIDE, 1)
+OPS(fimad_ffma, FFMA_OP, IMAD, 1)
+OPS(fimadw_ffma, FFMA_OP, WIDE, 1)

@@ -398,23 +398,18 @@ def ncu_child(cubin: str, which: str) -> None:
     n4 = lambda mib: np.int64(mib * MB // 16)  # noqa: E731
     big = abuf = gib = None
     for c in SETS[which]():
-        if c["kernel"] == "st_keep":  # the 64 MiB write buffer (S <= 32 MiB)
-            mod.get_function("st_keep")((c.get("cpsm", 8) * sms,), (block,), (wbuf, np.int64(c["S"] * MB // 32), np.int32(c["spread"]),
-                                                           np.int32(c["w0"]), np.int32(c["w1"]), np.float32(2.0)))
-            cp.cuda.runtime.deviceSynchronize()
-            continue
-        if c["kernel"] == "st_keepk":
-            mod.get_function("st_keepk")((c.get("cpsm", 8) * sms,), (block,), (wbuf, np.int64(c["S"] * MB // 32), np.int32(c["spread"]),
-                                                                             np.int32(c["k"]), np.int32(c["w0"]), np.float32(2.0)))
-            cp.cuda.runtime.deviceSynchronize()
-            continue
-        if c["kernel"] == "st_after":  # phase 1 in a 32 MiB part of the read or write buffer, the stores after it
-            if gib is None:
-                gib = (cp.ones(1024 * MB // 4, dtype=cp.float32), cp.zeros(1024 * MB // 4, dtype=cp.float32))
-            kind = {"w": 1, "r": 2}[c["pre"]] if c["X"] else 0
-            mod.get_function("st_after")((c.get("cpsm", 8) * sms,), (block,), (gib[1], gib[0], n4(c["X"]), np.int32(kind), wbuf,
-                                                                             np.int64(c["S"] * MB // 32), np.int32(c["spread"]),
-                                                                             np.int32(c["w0"]), sink, np.float32(2.0)))
+        if c["kernel"] in ("st_keep", "st_keepk", "st_after"):  # set pkeep: the stores into the 64 MiB write buffer
+            keep = (wbuf, np.int64(c["S"] * MB // 32), np.int32(c["spread"]))
+            if c["kernel"] == "st_keep":
+                args = keep + (np.int32(c["w0"]), np.int32(c["w1"]), np.float32(2.0))
+            elif c["kernel"] == "st_keepk":
+                args = keep + (np.int32(c["k"]), np.int32(c["w0"]), np.float32(2.0))
+            else:  # st_after: its first phase in a part of the 1 GiB read or write buffer
+                if gib is None:
+                    gib = (cp.ones(1024 * MB // 4, dtype=cp.float32), cp.zeros(1024 * MB // 4, dtype=cp.float32))
+                kind = {"w": 1, "r": 2}[c["pre"]] if c["X"] else 0
+                args = (gib[1], gib[0], n4(c["X"]), np.int32(kind)) + keep + (np.int32(c["w0"]), sink, np.float32(2.0))
+            mod.get_function(c["kernel"])((c.get("cpsm", 8) * sms,), (block,), args)
             cp.cuda.runtime.deviceSynchronize()
             continue
         if "S" in c:  # sets partial, transpose, copy, layout: 256 MiB buffers, made at the first such case

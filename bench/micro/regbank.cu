@@ -60,6 +60,20 @@ DEVI void loop_done() {
     if (PARK && blockDim.x > 256) asm volatile("bar.arrive 1, %0;" ::"r"(blockDim.x) : "memory");
 }
 
+// The timed loop every kernel here runs: two passes (the first a warm-up), each a barrier, a clock64
+// stamp, `iters` times `body`, a stamp; t0 / t1 keep the second pass's.
+template <bool PARK, class Body>
+DEVI void timed_passes(int iters, long long& t0, long long& t1, Body body) {
+#pragma unroll 1
+    for (int r = 0; r < 2; ++r) {
+        sync_loop<PARK>();
+        t0 = clk();
+#pragma unroll 1
+        for (int i = 0; i < iters; ++i) body();
+        t1 = clk();
+    }
+}
+
 template <class T, bool PARK = false>
 DEVI void k_tp(long long* out, T* sink, const T* p, int iters) {
     const int q = threadIdx.x & 31;
@@ -68,20 +82,13 @@ DEVI void k_tp(long long* out, T* sink, const T* p, int iters) {
 #pragma unroll
     for (int j = 0; j < NCH; ++j) x[j] = p[q + 2 + j];
     long long t0 = 0, t1 = 0;
-#pragma unroll 1
-    for (int r = 0; r < 2; ++r) {
-        sync_loop<PARK>();
-        t0 = clk();
-#pragma unroll 1
-        for (int i = 0; i < iters; ++i) {
+    timed_passes<PARK>(iters, t0, t1, [&] {
 #pragma unroll
-            for (int s = 0; s < STEPS; ++s) {
+        for (int s = 0; s < STEPS; ++s) {
 #pragma unroll
-                for (int j = 0; j < NCH; ++j) x[j] = fma_(x[j], A, B);
-            }
+            for (int j = 0; j < NCH; ++j) x[j] = fma_(x[j], A, B);
         }
-        t1 = clk();
-    }
+    });
     loop_done<PARK>();
     stamp<T>(out, t0, t1);
     T s = 0;
@@ -101,20 +108,13 @@ DEVI void k_abc(long long* out, T* sink, const T* p, int iters) {
         x[j] = p[q + 2 * C + j];
     }
     long long t0 = 0, t1 = 0;
-#pragma unroll 1
-    for (int r = 0; r < 2; ++r) {
-        sync_loop<PARK>();
-        t0 = clk();
-#pragma unroll 1
-        for (int i = 0; i < iters; ++i) {
+    timed_passes<PARK>(iters, t0, t1, [&] {
 #pragma unroll
-            for (int s = 0; s < 64 / C; ++s) {
+        for (int s = 0; s < 64 / C; ++s) {
 #pragma unroll
-                for (int j = 0; j < C; ++j) x[j] = fma_(a[j], b[(j + SHIFT) % C], x[j]);
-            }
+            for (int j = 0; j < C; ++j) x[j] = fma_(a[j], b[(j + SHIFT) % C], x[j]);
         }
-        t1 = clk();
-    }
+    });
     loop_done<PARK>();
     stamp<T>(out, t0, t1);
     T s = 0;
@@ -136,22 +136,15 @@ DEVI void k_outer(long long* out, T* sink, const T* p, int iters) {
 #pragma unroll
         for (int j = 0; j < M; ++j) acc[i][j] = p[(threadIdx.x & 31) + ((i * M + j) & 31)];
     long long t0 = 0, t1 = 0;
-#pragma unroll 1
-    for (int r = 0; r < 2; ++r) {
-        __syncthreads();
-        t0 = clk();
-#pragma unroll 1
-        for (int it = 0; it < iters; ++it) {
+    timed_passes<false>(iters, t0, t1, [&] {
 #pragma unroll
-            for (int s = 0; s < (M == 4 ? 4 : 1); ++s) {
+        for (int s = 0; s < (M == 4 ? 4 : 1); ++s) {
 #pragma unroll
-                for (int i = 0; i < M; ++i)
+            for (int i = 0; i < M; ++i)
 #pragma unroll
-                    for (int j = 0; j < M; ++j) acc[i][j] = fma_(a[i], b[j], acc[i][j]);
-            }
+                for (int j = 0; j < M; ++j) acc[i][j] = fma_(a[i], b[j], acc[i][j]);
         }
-        t1 = clk();
-    }
+    });
     stamp<T>(out, t0, t1);
     T s = 0;
 #pragma unroll
@@ -245,38 +238,31 @@ DEVI void k_ops(long long* out, float* sink, const float* p, int iters) {
         w[j] = (unsigned long long)(unsigned)k[j] << 3;
     }
     long long t0 = 0, t1 = 0;
-#pragma unroll 1
-    for (int r = 0; r < 2; ++r) {
-        __syncthreads();
-        t0 = clk();
-#pragma unroll 1
-        for (int i = 0; i < iters; ++i) {
+    timed_passes<false>(iters, t0, t1, [&] {
 #pragma unroll
-            for (int s = 0; s < 8; ++s) {
+        for (int s = 0; s < 8; ++s) {
 #pragma unroll
-                for (int j = 0; j < 8; ++j) {
-                    if (FIRST == FFMA_OP)
-                        x[j] = fma_(a[j], b[j], x[j]);
-                    else if (FIRST == TP_OP)
-                        x[j] = fma_(x[j], a[0], b[0]);
-                    else if (FIRST == IADD3_OP)
-                        k[j] = k[j] + u[j] + v[(j + s) & 7];
+            for (int j = 0; j < 8; ++j) {
+                if (FIRST == FFMA_OP)
+                    x[j] = fma_(a[j], b[j], x[j]);
+                else if (FIRST == TP_OP)
+                    x[j] = fma_(x[j], a[0], b[0]);
+                else if (FIRST == IADD3_OP)
+                    k[j] = k[j] + u[j] + v[(j + s) & 7];
 #pragma unroll
-                    for (int n = 0; n < N; ++n) {
-                        if (OP == ADD3)
-                            k[j] = k[j] + u[(j + n) & 7] + v[(j + s + n) & 7];
-                        else if (OP == IMAD)
-                            k[j] = k[j] * u[j] + v[(j + s) & 7];
-                        else if (OP == WIDE)
-                            w[j] = (unsigned long long)(unsigned)w[j] * (unsigned)v[(j + s) & 7] + w[j];
-                        else  // by an immediate, in PTX: nvcc turns such C++ loops into shifts and adds
-                            asm volatile("mad.wide.s32 %0, %1, 12, %0;" : "+l"(w[j]) : "r"((int)w[(j + 1) & 7]));
-                    }
+                for (int n = 0; n < N; ++n) {
+                    if (OP == ADD3)
+                        k[j] = k[j] + u[(j + n) & 7] + v[(j + s + n) & 7];
+                    else if (OP == IMAD)
+                        k[j] = k[j] * u[j] + v[(j + s) & 7];
+                    else if (OP == WIDE)
+                        w[j] = (unsigned long long)(unsigned)w[j] * (unsigned)v[(j + s) & 7] + w[j];
+                    else  // by an immediate, in PTX: nvcc turns such C++ loops into shifts and adds
+                        asm volatile("mad.wide.s32 %0, %1, 12, %0;" : "+l"(w[j]) : "r"((int)w[(j + 1) & 7]));
                 }
             }
         }
-        t1 = clk();
-    }
+    });
     stamp<float>(out, t0, t1);
     float s = 0;
 #pragma unroll

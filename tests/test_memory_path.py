@@ -893,3 +893,21 @@ def test_partial_line_table_study_writes_out_only_unfinished_victims():
     assert pf.simulate(finished_first, entries=2, ways=2, policy="lru", free=False) == 0
     evicted_then_more = [(0, 0, 1), (1, 0, 1), (2, 0, 1)] + [(0, 0, 1)] * 7  # line 0 evicted (cost 1), then finished
     assert pf.simulate(evicted_then_more, entries=2, ways=2, policy="lru", free=False) == 1
+
+
+def test_pending_h100_batch_stops_with_one_line_off_an_h100(tmp_path):
+    """bench/micro/pending_h100.sh on a machine without an H100: one line naming what it needs, exit 2,
+    nothing measured (on an H100 it would measure, so the test does not run there)."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    smi = shutil.which("nvidia-smi")
+    if smi and "H100" in subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                                        text=True).stdout:
+        pytest.skip("an H100 is here: the script would measure")
+    script = Path(__file__).parent.parent / "bench" / "micro" / "pending_h100.sh"
+    p = subprocess.run(["bash", str(script), str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "needs an H100" in p.stderr
+    assert not (tmp_path / "out").exists()

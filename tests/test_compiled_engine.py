@@ -7,7 +7,8 @@ stores through L2 with write-back, a warm L2, shared-memory queues and conflicts
 codes with dual issue, DEPBAR and the FP64 pipe, Kepler's register scoreboard and dual issue,
 control codes ignored, the lrr and two_level policies, several CTA waves, and a tight L2 and
 dirty limit (evictions and write-backs of dirty sectors), a short reach of dirty data, L2 misses
-that bring a block of sectors from DRAM (`dram_fetch_bytes`), and shared
+that bring a block of sectors from DRAM (`dram_fetch_bytes`), DRAM's read/write turnaround and stores
+held back by their write-backs, and shared
 and global accesses on one data stage (the H100's) or on stages of their own.
 """
 
@@ -51,6 +52,11 @@ CASES = {
     "hopper-write-spread": ("copy_float4", "h100", 128, {"sm_count": 4, "memory.l2.effective_size_bytes": 65536,
                                                          "memory.l2.dirty_limit_bytes": 16384, "memory.dram.write_wait_cycles": 5000.0,
                                                          "memory.dram.write_wait_spread": 1.0}, {}),
+    # reads and writes mixing (memory.dram.turnaround, H100 0.298, made large) and stores waiting for the
+    # write-backs they cause (memory.dram.write_backpressure): a tiny L2 writes back every store
+    "hopper-turnaround": ("copy_float4", "h100", 128, {"sm_count": 4, "memory.l2.effective_size_bytes": 65536,
+                                                       "memory.l2.dirty_limit_bytes": 16384, "memory.dram.turnaround": 2.0,
+                                                       "memory.dram.write_backpressure": True}, {}),
     "hopper-unified-stage": ("naiveMatMatMul", "h100", 64, {"memory.l1.unified_data_stage": True}, {}),  # LDS and 32-line LDGs on one stage
     "hopper-separate-stages": ("naiveMatMatMul", "h100", 64, {}, {}),
     "maxwell-dgemm": ("dgemm_unroll_db_128b_prefsmem", "gtx970", 128, {}, {}),

@@ -806,6 +806,61 @@ def test_dram_reads_wait_behind_writes():
     assert reads_only.wait(2100.0, 0) == 0.0  # no write-backs, no load term: reads alone wait nothing more
 
 
+def test_dram_writes_mixed_with_reads_cost_the_turnaround():
+    """memory.dram.turnaround (H100 0.298, fitted through gpusim on micro_h100.json's float4 read, write and
+    copy streams by bench/micro/dram_mix.py): a written byte takes 1 + t x min(1, R / W) bytes of DRAM's rate,
+    R and W the bytes read and written in the last whole window, so mixed traffic loses t x min(R, W)."""
+    from gpusim.timing.mem.dram import Dram
+
+    def cost(reads: int, writes: int, t: float = 0.3) -> float:
+        d = Dram(bandwidth_bytes_per_cycle=100.0, latency_cycles=700, window=1000.0, turnaround=t)
+        if reads:
+            d.read(0.0, reads, 0.0, 0)
+        if writes:
+            d.write(0.0, writes)
+        free = d.queue.free_at
+        return d.write(1500.0, 1000) - max(free, 1500.0)  # one write in the next window: its cycles in the queue
+
+    assert cost(0, 0) == pytest.approx(10.0)  # nothing before: a write costs its bytes
+    assert cost(0, 5000) == pytest.approx(10.0)  # writes alone: no turnaround
+    assert cost(5000, 5000) == pytest.approx(10.0 * 1.3)  # as many reads as writes: the whole t
+    assert cost(9000, 3000) == pytest.approx(10.0 * 1.3)  # reads dominating: min(1, R / W) = 1
+    assert cost(1000, 4000) == pytest.approx(10.0 * (1 + 0.3 * 0.25))  # writes dominating: t x R / W
+    assert cost(5000, 0) == pytest.approx(10.0 * 1.3)  # the first write after reads
+    assert cost(5000, 5000, t=0.0) == pytest.approx(10.0)  # 0: the old model
+    d = Dram(bandwidth_bytes_per_cycle=100.0, latency_cycles=700, turnaround=0.3)
+    d.write(0.0, 64)
+    assert (d.write_bytes, d.read_bytes) == (64, 0)  # the counters count bytes moved, not the cost
+
+
+def test_stores_wait_for_the_write_backs_they_cause(h100):
+    """memory.dram.write_backpressure (H100: a float4 write stream runs at 3,126 GB/s, micro_h100.json
+    bandwidth.dram_write; without it gpusim's stores outran DRAM at 4,012): a store whose sectors push dirty
+    sectors out of L2 is taken (its LSU slot freed) only once L2's write-back path has drained them, at
+    DRAM's full rate for write-backs alone: reads queued at DRAM do not hold it back."""
+    def accepted(backpressure: bool, reads_ahead: bool = False) -> tuple[float, float]:
+        cfg = apply_overrides(h100, {"memory.l2.dirty_limit_bytes": 64, "memory.dram.write_backpressure": backpressure,
+                                     "memory.dram.bandwidth_gb_s": 1.98, "memory.dram.turnaround": 0.0,  # 1 byte a cycle
+                                     "memory.dram.load_wait_cycles": 0.0, "memory.dram.write_wait_cycles": 0.0})
+        mem = MemorySystem(cfg, cfg.clock_mhz)
+        if reads_ahead:
+            mem.dram.queue.free_at = 50_000.0  # DRAM's queue busy with reads for a long while
+        first = mem.store(0.0, [0, 1], 0.0)[1]  # two dirty sectors: within the limit, nothing written back
+        later = mem.store(10.0, list(range(8, 40)), 10.0)[1]  # 32 more: 32 of the oldest go back to DRAM
+        return first, later
+
+    (first_off, later_off), (first_on, later_on) = accepted(False), accepted(True)
+    assert first_on == first_off < 1000  # no write-back: L2 takes the store at its own rate
+    assert later_off < 1000  # the old model: the store never waits for DRAM
+    assert later_on == pytest.approx(10.0 + 32 * 32)  # now it waits for 32 write-backs of 32 bytes at 1 byte a cycle
+    assert accepted(True, reads_ahead=True)[1] == later_on  # whatever reads DRAM has queued
+
+
+def test_dram_turnaround_must_not_be_negative(h100):
+    with pytest.raises(GpusimError, match="turnaround"):
+        apply_overrides(h100, {"memory.dram.turnaround": -0.1})
+
+
 def test_dram_write_wait_spreads_over_lines_with_its_mean():
     """memory.dram.write_wait_spread (GH100 0.5; the shape from validation/h100/micro/cta_life_h200.json):
     with s = 1 each line's read waits the write term times a fixed exponential draw of mean 1, the same for

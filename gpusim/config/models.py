@@ -302,6 +302,15 @@ class DramConfig(_Model):
     of k blocks waits for the slowest. 0: every read takes the latency."""
     read_spread_bytes: int = Field(default=1024, ge=32)
     """The blocks whose lines share one latency draw (`read_spread_cycles`): a power of two."""
+    turnaround: float = Field(default=0.0, ge=0)
+    """DRAM's cost of switching between reads and writes: a written byte takes 1 + this x min(1, R / W) bytes
+    of DRAM's rate, R and W the bytes read and written in the last whole `load_window_cycles`, so that
+    traffic mixing both directions loses this x min(R, W) bytes (`gpusim.timing.mem.dram.Dram.write`).
+    0: reads and writes share the rate at no cost."""
+    write_backpressure: bool = False
+    """A store whose sectors make L2 write dirty sectors back holds its LSU queue slot until DRAM's queue
+    has taken those write-backs (L2 needs the room), so a stream of stores runs no faster than DRAM
+    writes. False: write-backs take DRAM's rate but never hold a store back."""
 
     @model_validator(mode="after")
     def _spread_block(self) -> "DramConfig":

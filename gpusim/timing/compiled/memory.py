@@ -245,8 +245,10 @@ def dram_tick(m, now):
     if b > m.dram_bucket:
         m.dram_prev = m.dram_cur if b == m.dram_bucket + 1 else 0.0
         m.dram_prev_w = m.dram_cur_w if b == m.dram_bucket + 1 else 0.0
+        m.dram_prev_r = m.dram_cur_r if b == m.dram_bucket + 1 else 0.0
         m.dram_cur = 0.0
         m.dram_cur_w = 0.0
+        m.dram_cur_r = 0.0
         m.dram_bucket = b
 
 
@@ -277,6 +279,9 @@ def dram_wait(m, now, sector):
 def dram_read(m, now, nbytes, start, sector):
     """`Dram.read`: the cycle a fill of `sector` booked at `now`, sent no earlier than `start`, arrives in L2."""
     m.dram_read += nbytes
+    if m.dram_turn > 0:
+        dram_tick(m, now)
+        m.dram_cur_r += nbytes
     t = dram_serve(m, now, nbytes)
     scatter = m.dram_rspread * jitter(sector, m.dram_rshift) if m.dram_rspread > 0 else 0.0
     return (t if t > start else start) + m.dram_latency + dram_wait(m, now, sector) + scatter
@@ -284,34 +289,47 @@ def dram_read(m, now, nbytes, start, sector):
 
 @njit
 def dram_write(m, now, nbytes):
-    """`Dram.write`: a write-back takes bandwidth; nothing waits for it."""
+    """`Dram.write`: a write-back takes bandwidth (more where reads share DRAM); the cycle the write-back path
+    has drained it (write-backs alone at DRAM's full rate)."""
     m.dram_write += nbytes
-    if m.dram_wwait_c > 0:
+    cost = float(nbytes)
+    if m.dram_wwait_c > 0 or m.dram_turn > 0:
         dram_tick(m, now)
         m.dram_cur_w += nbytes
-    dram_serve(m, now, nbytes)
+        if m.dram_turn > 0:
+            r = m.dram_prev_r
+            w = m.dram_prev_w
+            mix = (r / w if r < w else 1.0) if w > 0 else (1.0 if r > 0 else 0.0)
+            cost = nbytes * (1.0 + m.dram_turn * mix)
+    dram_serve(m, now, cost)
+    m.dram_drained = (m.dram_drained if m.dram_drained > now else now) + cost / m.dram_bpc
+    return m.dram_drained
 
 
 # ---- l2.py: MemorySystem ------------------------------------------------------------------------
 @njit
 def _evicted(st, m, sector, now):
+    """`MemorySystem._evicted`: the cycle DRAM has taken the write-back, 0 where none."""
     if sector != L.NONE:
         n = L.find(st.dirty, sector)
         if n:
             L.remove(st.dirty, n)
-            dram_write(m, now, m.sector_bytes)
+            return dram_write(m, now, m.sector_bytes)
+    return 0.0
 
 
 @njit
 def _make_dirty(st, m, sector, now):
+    """`MemorySystem._make_dirty`: the cycle DRAM has taken the write-back, 0 where none."""
     n = L.find(st.dirty, sector)
     if n:
         L.move_to_end(st.dirty, n)
-        return
+        return 0.0
     L.insert(st.dirty, sector, 0.0)
     if L.over_capacity(st.dirty):  # clean the oldest dirty sector: write it back
         L.pop_oldest(st.dirty)
-        dram_write(m, now, m.sector_bytes)
+        return dram_write(m, now, m.sector_bytes)
+    return 0.0
 
 
 @njit
@@ -328,7 +346,8 @@ def _reuse(st, m, sector, now):
         d = L.find(st.dirty, old)
         if d:
             L.remove(st.dirty, d)
-            dram_write(m, now, m.sector_bytes)
+            return dram_write(m, now, m.sector_bytes)
+    return 0.0
 
 
 @njit
@@ -427,10 +446,12 @@ def store(st, now, lo, hi, base, start):
             fill = ready if ready >= finish else finish  # max(ready, finish)
         else:
             fill = finish
-        _evicted(st, m, L.cache_fill(st.l2, s, fill), now)
-        _make_dirty(st, m, s, now)
+        wb = _evicted(st, m, L.cache_fill(st.l2, s, fill), now)
+        wb = max(wb, _make_dirty(st, m, s, now))
         if m.reach > 0:
-            _reuse(st, m, s, now)
+            wb = max(wb, _reuse(st, m, s, now))
+        if m.backpressure and wb > accepted:  # L2 takes the store once DRAM has taken what it evicts
+            accepted = wb
         if finish > done:
             done = finish
     return done, accepted

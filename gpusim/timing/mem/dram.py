@@ -1,5 +1,6 @@
 """DRAM: one bandwidth server for the chip's reads and write-backs, with a latency that grows under load
-(`Dram.wait`) and spreads over addresses (`jitter`, `memory.dram.read_spread_cycles`)."""
+(`Dram.wait`) and spreads over addresses (`jitter`, `memory.dram.read_spread_cycles`); written bytes cost
+more where reads share it (`memory.dram.turnaround`, `Dram.write`)."""
 
 from __future__ import annotations
 
@@ -62,8 +63,9 @@ class Dram:
 
     def __init__(self, bandwidth_bytes_per_cycle: float, latency_cycles: float, load_wait: float = 0.0,
                  window: float = 2048.0, rho_max: float = 0.8, write_wait: float = 0.0, write_spread: float = 0.0,
-                 read_spread: float = 0.0, spread_shift: int = 5):
+                 read_spread: float = 0.0, spread_shift: int = 5, turnaround: float = 0.0):
         self.queue = BandwidthQueue(bandwidth_bytes_per_cycle)
+        self.turnaround = turnaround
         self.latency = latency_cycles
         self.read_bytes = 0
         self.write_bytes = 0
@@ -72,10 +74,15 @@ class Dram:
         self.read_spread, self.spread_shift = read_spread, spread_shift
         self.bucket, self.current, self.previous = 0.0, 0.0, 0.0  # bytes booked in this window and the last
         self.current_w, self.previous_w = 0.0, 0.0  # the same, write-backs only
+        self.current_r, self.previous_r = 0.0, 0.0  # the same, reads only (`turnaround`)
+        self.drained = 0.0  # the cycle the write-backs booked so far have drained, at DRAM's full rate
 
     def read(self, now: float, nbytes: int, start: float, sector: int) -> float:
         """Cycle at which a fill of `sector` booked at `now`, sent no earlier than `start`, arrives in L2."""
         self.read_bytes += nbytes
+        if self.turnaround > 0:
+            self._tick(now)
+            self.current_r += nbytes
         t = self.serve(now, nbytes)
         return (t if t > start else start) + self.latency + self.wait(now, sector) + self.scatter(sector)
 
@@ -83,13 +90,24 @@ class Dram:
         """Cycles a read of `sector` arrives after the mean latency (`jitter`, `memory.dram.read_spread_cycles`)."""
         return self.read_spread * jitter(sector, self.spread_shift) if self.read_spread > 0 else 0.0
 
-    def write(self, now: float, nbytes: int) -> None:
-        """A write-back: it takes bandwidth; nothing waits for it."""
+    def write(self, now: float, nbytes: int) -> float:
+        """A write-back booked at `now`: it takes bandwidth, and where reads share DRAM (`turnaround` t > 0)
+        t x min(1, R / W) of its bytes more, R and W the bytes read and written in the last whole window.
+        H100 (validation/h100/micro/micro_h100.json `bandwidth`): a float4 stream reads 3,045 GB/s, writes
+        3,126, and copies 2,798 of both together; bench/micro/dram_mix.py fits t through gpusim on those
+        kernels. Returns the cycle L2's write-back path has drained it: write-backs alone pass at DRAM's
+        full rate (`memory.dram.write_backpressure` holds a store until then); no read waits for it."""
         self.write_bytes += nbytes
-        if self.write_wait > 0:
+        cost = nbytes
+        if self.write_wait > 0 or self.turnaround > 0:
             self._tick(now)
             self.current_w += nbytes
-        self.serve(now, nbytes)
+            if self.turnaround > 0:
+                r, w = self.previous_r, self.previous_w
+                cost = nbytes * (1.0 + self.turnaround * (min(1.0, r / w) if w > 0 else (1.0 if r > 0 else 0.0)))
+        self.serve(now, cost)
+        self.drained = (self.drained if self.drained > now else now) + cost / self.queue.bytes_per_cycle
+        return self.drained
 
     def serve(self, now: float, nbytes: float) -> float:
         """The queue's `serve`, the bytes counted in the window `now` falls in."""
@@ -129,5 +147,6 @@ class Dram:
         if b > self.bucket:
             self.previous = self.current if b == self.bucket + 1 else 0.0
             self.previous_w = self.current_w if b == self.bucket + 1 else 0.0
-            self.current = self.current_w = 0.0
+            self.previous_r = self.current_r if b == self.bucket + 1 else 0.0
+            self.current = self.current_w = self.current_r = 0.0
             self.bucket = b

@@ -19,6 +19,10 @@
   outputs written after the inputs were read stay (read R, then write 8-16 MiB: < 0.2 MiB written
   back), and inputs read once push dirty data out only through the capacity (write 16 MiB, then
   read 16 / 32 / 64 once: 0.8 / 6.6 / 15.5 MiB written back).
+- Stores wait for the write-backs they cause (`memory.dram.write_backpressure`): a store whose sectors push
+  dirty sectors out holds its LSU slot until L2's write-back path has drained them at DRAM's full rate
+  (`Dram.write`). H100: a float4 write stream runs at 3,126 GB/s (validation/h100/micro/micro_h100.json
+  bandwidth.dram_write); without the rule gpusim's stores outran DRAM at 4,012 (bench/micro/dram_mix.py).
 - Capacity is the measured effective one: a buffer read twice by the whole GPU comes from DRAM once
   up to 32 MB and twice from 48 MB on (H100 `read_twice`), though the card reports 50 MB; written
   data stays in L2 up to about 21.4 MiB (`write_once`: DRAM writes = buffer - 21.2..21.7 MiB).
@@ -119,7 +123,8 @@ class MemorySystem:
         self.dram = Dram(mem.dram.bandwidth_gb_s * 1e9 / (clock_mhz * 1e6) * share, mem.dram.latency_cycles,
                          mem.dram.load_wait_cycles, mem.dram.load_window_cycles, mem.dram.load_rho_max,
                          mem.dram.write_wait_cycles, mem.dram.write_wait_spread, mem.dram.read_spread_cycles,
-                         max(0, (mem.dram.read_spread_bytes // sb).bit_length() - 1))
+                         max(0, (mem.dram.read_spread_bytes // sb).bit_length() - 1), mem.dram.turnaround)
+        self.backpressure = mem.dram.write_backpressure  # a store waits for the write-backs it causes
         self.l2_latency = l2.latency_cycles
         self.l2_bytes = 0  # bytes read from or written to L2
         self.l2_queue_bytes = 0.0  # the same as the L2 queue weighs them (a written byte costs `write_cost`)
@@ -190,25 +195,30 @@ class MemorySystem:
                 accepted = t
             finish = (t if t > start else start) + self.l2_latency
             ready = self.l2.sectors.get(s)
-            self._evicted(self.l2.fill(s, finish if ready is None else max(ready, finish)), now)
-            self._make_dirty(s, now)
+            wb = self._evicted(self.l2.fill(s, finish if ready is None else max(ready, finish)), now)
+            wb = max(wb, self._make_dirty(s, now))
             if self.reach_capacity:
-                self._reuse(s, now)
+                wb = max(wb, self._reuse(s, now))
+            if self.backpressure and wb > accepted:  # L2 takes the store once DRAM has taken what it evicts
+                accepted = wb
             if finish > done:
                 done = finish
         return done, accepted
 
-    def _make_dirty(self, sector: int, now: float) -> None:
+    # The three ways a dirty sector is written back; each returns the cycle DRAM's queue has taken the
+    # write-back, or 0 where none was written.
+    def _make_dirty(self, sector: int, now: float) -> float:
         dirty = self.dirty
         if sector in dirty:
             dirty.move_to_end(sector)
-            return
+            return 0.0
         dirty[sector] = None
         if len(dirty) > self.dirty_capacity:  # clean the oldest dirty sector: write it back
             dirty.popitem(last=False)
-            self.dram.write(now, self.sector_bytes)
+            return self.dram.write(now, self.sector_bytes)
+        return 0.0
 
-    def _reuse(self, sector: int, now: float) -> None:
+    def _reuse(self, sector: int, now: float) -> float:
         """`sector` was stored or hit: it becomes the newest reused sector; the oldest one past
         `reach_capacity` leaves the order and, if dirty, is written back."""
         reach = self.reach
@@ -218,12 +228,14 @@ class MemorySystem:
             old = reach.popitem(last=False)[0]
             if old in self.dirty:
                 del self.dirty[old]
-                self.dram.write(now, self.sector_bytes)
+                return self.dram.write(now, self.sector_bytes)
+        return 0.0
 
-    def _evicted(self, sector: int | None, now: float) -> None:
+    def _evicted(self, sector: int | None, now: float) -> float:
         if sector is not None and sector in self.dirty:
             del self.dirty[sector]
-            self.dram.write(now, self.sector_bytes)
+            return self.dram.write(now, self.sector_bytes)
+        return 0.0
 
     # ---- cache state at launch -------------------------------------------------------------------
     def warm(self, sectors, dirty) -> None:

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""gpusim against a card's DRAM streams: a float4 read, write and copy (bench/micro/dram_mix/*.yaml, the
+kernels of micro.cu that run_micro.py times; measured in validation/h100/micro/micro_h100.json `bandwidth`,
+on the H200 in micro_bw_h200.json).
+
+    python3 bench/micro/dram_mix.py [--card h100|h200]          # the config's model, ~30 s on 2 cores
+    python3 bench/micro/dram_mix.py [--card h100|h200] --fit    # fit memory.dram.turnaround on the copy, ~2 min
+
+Each kernel runs in gpusim (sampled mode, 1 GiB a buffer, cold L2; the cards measured 2 GiB a buffer) and
+its rate is the buffer bytes it moves (the copy: both buffers) over its simulated cycles at the config's
+clock, as run_micro.py reports the hardware's. `--fit` bisects `memory.dram.turnaround` (with
+`write_backpressure` on) until the copy's rate is the measured one; the read and write rates are shown as
+checks (the read fixes `bandwidth_gb_s`, the write checks the back-pressure). Results:
+bench/results/dram_mix.txt.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SPECS = ROOT / "bench" / "micro" / "dram_mix"
+MEASURED = {"h100": ROOT / "validation" / "h100" / "micro" / "micro_h100.json",
+            "h200": ROOT / "validation" / "h100" / "micro" / "micro_bw_h200.json"}
+SIZE_MIB = 1024
+KERNELS = {"bw_read": ("dram_read", 1), "bw_write": ("dram_write", 1), "bw_copy": ("dram_copy", 2)}  # name: (record, buffers)
+
+
+def measured(card: str) -> dict:
+    res = json.loads(MEASURED[card].read_text())["bandwidth"]["results"]
+    return {k: float(res[rec]["gb_s"]) for k, (rec, _) in KERNELS.items()}
+
+
+def simulated(kernel: str, sets: list[str], card: str) -> float:
+    """GB/s gpusim gives the kernel (buffer bytes over simulated cycles at the config's clock)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "r.json"
+        cmd = [sys.executable, "-m", "gpusim", "run", str(SPECS / f"{kernel}.yaml"), "--gpu", card, "--size",
+               str(SIZE_MIB), "--mode", "sampled", "--json", str(out)] + [a for s in sets for a in ("--set", s)]
+        r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        if r.returncode:
+            raise SystemExit(f"dram_mix.py: gpusim run {kernel} failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
+        d = json.loads(out.read_text())
+    return KERNELS[kernel][1] * SIZE_MIB * 2 ** 20 / (d["cycles"] / (d["clock_mhz"] * 1e6)) / 1e9
+
+
+def table(sets: list[str], meas: dict, card: str) -> list[str]:
+    lines = [f"{'kernel':10s} {card.upper() + ' GB/s':>10s} {'gpusim':>8s} {'error':>7s}"]
+    for k in KERNELS:
+        s = simulated(k, sets, card)
+        lines.append(f"{k:10s} {meas[k]:10.1f} {s:8.1f} {100 * (s / meas[k] - 1):+6.1f}%")
+    return lines
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--fit", action="store_true", help="bisect memory.dram.turnaround on the copy")
+    ap.add_argument("--set", action="append", default=[], help="config override FIELD=VALUE (as gpusim run --set)")
+    ap.add_argument("--card", choices=sorted(MEASURED), default="h100")
+    args = ap.parse_args()
+    meas = measured(args.card)
+    if not args.fit:
+        print("\n".join([f"{args.card}, the config's model ({' '.join(args.set) or 'no overrides'}):"]
+                        + table(args.set, meas, args.card)))
+        return 0
+    base = args.set + ["memory.dram.write_backpressure=true"]
+    lo, hi = 0.0, 0.6
+    rate = lambda t: simulated("bw_copy", base + [f"memory.dram.turnaround={t}"], args.card)  # noqa: E731
+    if not rate(hi) <= meas["bw_copy"] <= rate(lo):
+        raise SystemExit("dram_mix.py: the measured copy rate is outside what turnaround 0..0.6 gives")
+    for _ in range(7):  # 0.6 / 2^7: about 0.005
+        mid = (lo + hi) / 2
+        if rate(mid) > meas["bw_copy"]:
+            lo = mid
+        else:
+            hi = mid
+    t = round((lo + hi) / 2, 3)
+    print("\n".join([f"{args.card}, fitted: memory.dram.turnaround = {t} (write_backpressure on; copy at {SIZE_MIB} MiB a buffer)"]
+                    + table(base + [f"memory.dram.turnaround={t}"], meas, args.card)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -25,6 +25,8 @@ step $PY bench/micro/run_dram_writes.py --set run --out "$OUT/dram_run_h100.json
 step $PY bench/micro/run_regbank.py --warps 4,8,12,16,24,32 --mix --ncu --out "$OUT/regbank_mix_h100.json"
 step $PY bench/micro/run_regbank.py --warps 4,8,12,16,24,32 --park --ncu --reps 3 --out "$OUT/regbank_park_h100.json"
 step $PY bench/micro/run_regbank.py --warps 16 --slots --only-extra --ncu --out "$OUT/regbank_slots_h100.json"
+# dirty data across launches, and their write-back's cost inside a read stream (README, DRAM's two directions)
+step $PY bench/micro/dirty_gap.py --ncu --out "$OUT/dirty_gap_h100.json"
 # CTA life (the H200's read spread), L2 bandwidth
 step $PY bench/micro/cta_life.py --out "$OUT/cta_life_h100.json"
 step $PY bench/micro/run_memory.py --only bandwidth --ncu --out "$OUT/memory_l2_h100.json"

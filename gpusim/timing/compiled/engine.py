@@ -65,7 +65,7 @@ MEMORY = np.dtype([("sector_bytes", "i8"), ("l2_latency", "f8"), ("l2_bpc", "f8"
                    # reads and writes mixing (`memory.dram.turnaround`): its factor and the window's read bytes;
                    # stores waiting for the write-backs they cause (`memory.dram.write_backpressure`)
                    ("dram_turn", "f8"), ("dram_cur_r", "f8"), ("dram_prev_r", "f8"), ("backpressure", "?"),
-                   ("dram_drained", "f8")])
+                   ("dram_drained", "f8"), ("dram_busy", "f8")])  # (`Dram.busy_bytes`)
 WARP = np.dtype([("gid", "i8"), ("cta", "i8"), ("sp", "i8"), ("pos", "i8"), ("end", "i8"), ("more", "?"),
                  ("ready_at", "f8"), ("reason", "i8"), ("since", "f8"), ("done", "?"), ("at_barrier", "?"),
                  ("age", "i8"),
@@ -207,7 +207,7 @@ def build(gpu, occ, ctas, arrays: dict, primed: int | None = None, sampled: dict
               0, 0, 0, 0, 0, 0, -1.0 if memory.dram_fraction is None else memory.dram_fraction, 0.0,
               memory.dram.load_wait, memory.dram.window, memory.dram.rho_max, 0.0, 0.0, 0.0,
               memory.dram.write_wait, 0.0, 0.0, memory.dram.write_spread, memory.dram.read_spread,
-              memory.dram.spread_shift, memory.dram.turnaround, 0.0, 0.0, memory.backpressure, 0.0)
+              memory.dram.spread_shift, memory.dram.turnaround, 0.0, 0.0, memory.backpressure, 0.0, 0.0)
     # per static instruction
     ex = facts.execute
     col = lambda i, dt: np.array([e[i] for e in ex], dtype=dt)  # noqa: E731

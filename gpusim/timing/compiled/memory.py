@@ -230,6 +230,7 @@ def l2_serve(m, now, nbytes):
 @njit
 def dram_serve(m, now, nbytes):
     """`Dram.serve`: the DRAM queue's `BandwidthQueue.serve`, the bytes counted in the window `now` falls in."""
+    m.dram_busy += nbytes
     if m.dram_wait_c > 0 or m.dram_wwait_c > 0:
         dram_tick(m, now)
         m.dram_cur += nbytes

@@ -224,5 +224,5 @@ def run_sampled(gpu, occ, ctas, memory, n_sms: int):
                           dirty_capacity=memory.dirty_capacity,
                           l2_queue_bytes=float(mem["l2_queue_bytes"]), l2_queue=memory.l2_queue,
                           dram=SimpleNamespace(read_bytes=int(mem["dram_read"]), write_bytes=int(mem["dram_write"]),
-                                               queue=memory.dram.queue))
+                                               busy_bytes=float(mem["dram_busy"]), queue=memory.dram.queue))
     return sms, out

@@ -76,6 +76,7 @@ class Dram:
         self.current_w, self.previous_w = 0.0, 0.0  # the same, write-backs only
         self.current_r, self.previous_r = 0.0, 0.0  # the same, reads only (`turnaround`)
         self.drained = 0.0  # the cycle the write-backs booked so far have drained, at DRAM's full rate
+        self.busy_bytes = 0.0  # what the queue has carried: bytes read, and written at their turnaround cost
 
     def read(self, now: float, nbytes: int, start: float, sector: int) -> float:
         """Cycle at which a fill of `sector` booked at `now`, sent no earlier than `start`, arrives in L2."""
@@ -111,6 +112,7 @@ class Dram:
 
     def serve(self, now: float, nbytes: float) -> float:
         """The queue's `serve`, the bytes counted in the window `now` falls in."""
+        self.busy_bytes += nbytes
         if self.load_wait > 0 or self.write_wait > 0:
             self._tick(now)
             self.current += nbytes

@@ -828,9 +828,11 @@ def test_dram_writes_mixed_with_reads_cost_the_turnaround():
     assert cost(1000, 4000) == pytest.approx(10.0 * (1 + 0.3 * 0.25))  # writes dominating: t x R / W
     assert cost(5000, 0) == pytest.approx(10.0 * 1.3)  # the first write after reads
     assert cost(5000, 5000, t=0.0) == pytest.approx(10.0)  # 0: the old model
-    d = Dram(bandwidth_bytes_per_cycle=100.0, latency_cycles=700, turnaround=0.3)
-    d.write(0.0, 64)
-    assert (d.write_bytes, d.read_bytes) == (64, 0)  # the counters count bytes moved, not the cost
+    d = Dram(bandwidth_bytes_per_cycle=100.0, latency_cycles=700, window=1000.0, turnaround=0.3)
+    d.read(0.0, 5000, 0.0, 0)
+    d.write(1500.0, 1000)
+    assert (d.read_bytes, d.write_bytes) == (5000, 1000)  # the counters count bytes moved, not the cost
+    assert d.busy_bytes == pytest.approx(5000 + 1300)  # what the queue carried (sampled mode's bandwidth floor)
 
 
 def test_stores_wait_for_the_write_backs_they_cause(h100):

@@ -52,7 +52,7 @@ CASES = {
     "hopper-write-spread": ("copy_float4", "h100", 128, {"sm_count": 4, "memory.l2.effective_size_bytes": 65536,
                                                          "memory.l2.dirty_limit_bytes": 16384, "memory.dram.write_wait_cycles": 5000.0,
                                                          "memory.dram.write_wait_spread": 1.0}, {}),
-    # reads and writes mixing (memory.dram.turnaround, H100 0.298, made large) and stores waiting for the
+    # reads and writes mixing (memory.dram.turnaround, H100 0.218, made large) and stores waiting for the
     # write-backs they cause (memory.dram.write_backpressure): a tiny L2 writes back every store
     "hopper-turnaround": ("copy_float4", "h100", 128, {"sm_count": 4, "memory.l2.effective_size_bytes": 65536,
                                                        "memory.l2.dirty_limit_bytes": 16384, "memory.dram.turnaround": 2.0,

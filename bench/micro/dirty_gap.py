@@ -57,16 +57,21 @@ def _trial(cp, np, fn, bufs, w: int, gap_cycles: int, clock_hz: float) -> float:
     return cp.cuda.get_elapsed_time(e0, e1) * 1e3
 
 
-def measure(cubin: str, cases=CASES) -> dict:
+def _setup(cubin: str):
+    """(cupy, numpy, the kernels (and "sms"), the buffers (fill, probe, reset, sink), the SM clock in Hz, the card's properties)."""
     import cupy as cp
     import numpy as np
     mod = cp.RawModule(path=cubin)
     props = cp.cuda.runtime.getDeviceProperties(0)
-    clock_hz = props["clockRate"] * 1e3
     fn = {k: mod.get_function(k) for k in ("dg_fill", "dg_read", "dg_probe", "dg_spin")}
     fn["sms"] = props["multiProcessorCount"]
     bufs = (cp.zeros(32 * MIB // 4, dtype=cp.float32), cp.zeros(PROBE_MIB * MIB // 4, dtype=cp.float32),
             cp.zeros(RESET_MIB * MIB // 4, dtype=cp.float32), cp.zeros(1, dtype=cp.float32))
+    return cp, np, fn, bufs, props["clockRate"] * 1e3, props
+
+
+def measure(cubin: str, cases=CASES) -> dict:
+    cp, np, fn, bufs, clock_hz, props = _setup(cubin)
     for _ in range(3):  # warm-up: modules loaded, clocks up
         _trial(cp, np, fn, bufs, 16, 0, clock_hz)
     out = []
@@ -95,17 +100,10 @@ def main() -> int:
     ap.add_argument("--ncu", action="store_true", help="also run the Nsight pass")
     args = ap.parse_args()
     if args.ncu_child:  # under Nsight: one trial per case (its probes are the rows, in CASES order)
-        import cupy as cp
-        import numpy as np
-        mod = cp.RawModule(path=args.ncu_child)
-        props = cp.cuda.runtime.getDeviceProperties(0)
-        fn = {k: mod.get_function(k) for k in ("dg_fill", "dg_read", "dg_probe", "dg_spin")}
-        fn["sms"] = props["multiProcessorCount"]
-        bufs = (cp.zeros(32 * MIB // 4, dtype=cp.float32), cp.zeros(PROBE_MIB * MIB // 4, dtype=cp.float32),
-                cp.zeros(RESET_MIB * MIB // 4, dtype=cp.float32), cp.zeros(1, dtype=cp.float32))
+        cp, np, fn, bufs, clock_hz, _ = _setup(args.ncu_child)
         for c in CASES:
             if c["gap_us"] in (0, 200):
-                _trial(cp, np, fn, bufs, c["W"], int(c["gap_us"] * 1e-6 * props["clockRate"] * 1e3), props["clockRate"] * 1e3)
+                _trial(cp, np, fn, bufs, c["W"], int(c["gap_us"] * 1e-6 * clock_hz), clock_hz)
         return 0
     comp = micro_build(ap, args, "dirty_gap.py", SRC)
     if comp is None:

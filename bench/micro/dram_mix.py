@@ -39,16 +39,21 @@ def measured(card: str) -> dict:
     return {k: float(res[rec]["gb_s"]) for k, (rec, _) in KERNELS.items()}
 
 
-def simulated(kernel: str, sets: list[str], card: str) -> float:
-    """GB/s gpusim gives the kernel (buffer bytes over simulated cycles at the config's clock)."""
+def run_spec(spec: str, card: str, size: int, sets: list[str]) -> dict:
+    """`gpusim run` of a spec of dram_mix/ (sampled mode, cold L2) with the --set overrides: its result JSON."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "r.json"
-        cmd = [sys.executable, "-m", "gpusim", "run", str(SPECS / f"{kernel}.yaml"), "--gpu", card, "--size",
-               str(SIZE_MIB), "--mode", "sampled", "--json", str(out)] + [a for s in sets for a in ("--set", s)]
+        cmd = [sys.executable, "-m", "gpusim", "run", str(SPECS / f"{spec}.yaml"), "--gpu", card, "--size",
+               str(size), "--mode", "sampled", "--json", str(out)] + [a for s in sets for a in ("--set", s)]
         r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         if r.returncode:
-            raise SystemExit(f"dram_mix.py: gpusim run {kernel} failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
-        d = json.loads(out.read_text())
+            raise SystemExit(f"dram_mix.py: gpusim run {spec} n={size} failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
+        return json.loads(out.read_text())
+
+
+def simulated(kernel: str, sets: list[str], card: str) -> float:
+    """GB/s gpusim gives the kernel (buffer bytes over simulated cycles at the config's clock)."""
+    d = run_spec(kernel, card, SIZE_MIB, sets)
     return KERNELS[kernel][1] * SIZE_MIB * 2 ** 20 / (d["cycles"] / (d["clock_mhz"] * 1e6)) / 1e9
 
 
@@ -69,15 +74,7 @@ def mix_measured() -> dict:
 
 def mix_simulated(a: int, b: int, sets: list[str]) -> float:
     """gpusim's bytes moved per cycle for mix_rw (a, b), the larger side 256 MiB, cold L2."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "r.json"
-        cmd = [sys.executable, "-m", "gpusim", "run", str(SPECS / "mix_rw.yaml"), "--gpu", "h100", "--size",
-               str(10 * a + b), "--mode", "sampled", "--json", str(out)] + [x for s in sets for x in ("--set", s)]
-        r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-        if r.returncode:
-            raise SystemExit(f"dram_mix.py: gpusim run mix_rw a={a} b={b} failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
-        cycles = json.loads(out.read_text())["cycles"]
-    return (a + b) * (256 << 20) // max(a, b) / cycles
+    return (a + b) * (256 << 20) // max(a, b) / run_spec("mix_rw", "h100", 10 * a + b, sets)["cycles"]
 
 
 def mix_table(sets: list[str]) -> list[str]:

@@ -308,9 +308,10 @@ class DramConfig(_Model):
     traffic mixing both directions loses this x min(R, W) bytes (`gpusim.timing.mem.dram.Dram.write`).
     0: reads and writes share the rate at no cost."""
     write_backpressure: bool = False
-    """A store whose sectors make L2 write dirty sectors back holds its LSU queue slot until DRAM's queue
-    has taken those write-backs (L2 needs the room), so a stream of stores runs no faster than DRAM
-    writes. False: write-backs take DRAM's rate but never hold a store back."""
+    """A store whose sectors make L2 write dirty sectors back holds its LSU queue slot until L2's write-back
+    path has drained them, at DRAM's full rate for write-backs alone (L2 needs the room; reads queued at
+    DRAM do not hold it), so a stream of stores runs no faster than DRAM writes. False: write-backs take
+    DRAM's rate but never hold a store back."""
 
     @model_validator(mode="after")
     def _spread_block(self) -> "DramConfig":

@@ -310,7 +310,7 @@ def dram_write(m, now, nbytes):
 # ---- l2.py: MemorySystem ------------------------------------------------------------------------
 @njit
 def _evicted(st, m, sector, now):
-    """`MemorySystem._evicted`: the cycle DRAM has taken the write-back, 0 where none."""
+    """`MemorySystem._evicted`: the cycle the write-back path has drained the write-back, 0 where none."""
     if sector != L.NONE:
         n = L.find(st.dirty, sector)
         if n:
@@ -321,7 +321,7 @@ def _evicted(st, m, sector, now):
 
 @njit
 def _make_dirty(st, m, sector, now):
-    """`MemorySystem._make_dirty`: the cycle DRAM has taken the write-back, 0 where none."""
+    """`MemorySystem._make_dirty`: the cycle the write-back path has drained the write-back, 0 where none."""
     n = L.find(st.dirty, sector)
     if n:
         L.move_to_end(st.dirty, n)

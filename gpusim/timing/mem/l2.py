@@ -205,8 +205,8 @@ class MemorySystem:
                 done = finish
         return done, accepted
 
-    # The three ways a dirty sector is written back; each returns the cycle DRAM's queue has taken the
-    # write-back, or 0 where none was written.
+    # The three ways a dirty sector is written back; each returns the cycle L2's write-back path has
+    # drained the write-back (`Dram.write`), or 0 where none was written.
     def _make_dirty(self, sector: int, now: float) -> float:
         dirty = self.dirty
         if sector in dirty:

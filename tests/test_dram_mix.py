@@ -51,3 +51,16 @@ def test_older_cards_keep_one_rate_for_both_directions():
     for card in ("gtx970", "k40"):
         cfg = load_gpu(card).memory.dram
         assert cfg.turnaround == 0.0 and not cfg.write_backpressure
+
+
+def test_the_mix_check_takes_no_other_card_and_no_fit():
+    """--mix compares with the H100's mix_rw records only: another card or --fit stops with one line, exit 2,
+    before any simulation."""
+    import subprocess
+    import sys
+
+    for extra in (["--card", "h200"], ["--fit"]):
+        r = subprocess.run([sys.executable, str(ROOT / "bench" / "micro" / "dram_mix.py"), "--mix", *extra],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and "--mix is a check on the H100" in r.stderr
+        assert r.stdout == ""

@@ -455,6 +455,27 @@ def test_cubin_cache_compiles_once(specs, tmp_path):
     assert math.isfinite(len(Path(first["cubin"]).read_bytes()))
 
 
+@pytest.mark.skipif(build.find_tool("nvcc") is None, reason="no nvcc here")
+def test_cubin_cache_builds_with_the_specs_defines_and_instances(tmp_path):
+    """The measured cubin is the simulated one: the spec's defines and template instances reach nvcc
+    (before, a spec with `instantiate:` had no kernel in its cubin and one with `defines:` was built
+    without them), and a different define is a different cubin."""
+    (tmp_path / "t.cu").write_text("#ifndef SCALE\n#error build with -DSCALE\n#endif\n"
+                                   "template <int T> __global__ void scaled(float* c) { c[threadIdx.x] *= T * SCALE; }\n")
+    spec = ("name: t\ndescription: d\nsource: t.cu\nkernel: \"scaled<3>\"\ninstantiate: [\"scaled<3>\"]\n"
+            "defines: {SCALE: %d}\nsizes: [1]\nlaunch: {grid: [1], block: [32]}\n"
+            "args:\n  - {name: c, kind: buffer, dtype: float32, shape: [32], output: true}\n"
+            "reference: {c: \"c\"}\n")
+    cache = build.CubinCache(tmp_path / "cubins")
+    built = {}
+    for scale in (2, 5):
+        (tmp_path / f"t{scale}.yaml").write_text(spec % scale)
+        built[scale] = cache.build(load_workload(tmp_path / f"t{scale}.yaml"))
+    assert built[2]["mangled"] == "_Z6scaledILi3EEvPf"
+    assert "-DSCALE=2" in built[2]["nvcc_cmd"] and built[2]["nvcc_cmd"].endswith(".instances.cu")
+    assert built[2]["cubin"] != built[5]["cubin"] and not built[5]["cached"]
+
+
 def test_profiler_rejects_nothing_when_every_group_fails(tmp_path):
     calls = []
     prof = ncu.NcuProfiler("ncu", tmp_path, runner=_fake_ncu(set(ncu.ALL_METRICS), calls))

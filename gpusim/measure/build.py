@@ -1,7 +1,8 @@
 """Compile a workload's kernel to an sm_90 cubin (cached) and find its mangled symbol.
 
-The cubin is built with exactly the nvcc flags of gpusim.toolchain.compile, so the SASS that runs on
-the GPU is the SASS the simulator replays. Kernel symbols are read from the cubin's ELF section names
+The cubin is built with exactly the nvcc flags of gpusim.toolchain.compile, the spec's include folders,
+defines, flags and template instances included (`nvcc_flags`, `instantiation_source`), so the SASS that
+runs on the GPU is the SASS the simulator replays. Kernel symbols are read from the cubin's ELF section names
 (`.text.<mangled>`) with a few lines of Python, so no cuobjdump/nvdisasm is needed; they are
 demangled with cu++filt (shipped next to nvcc) or c++filt, and, with neither, matched by a small
 heuristic on the Itanium mangling of `name<args>`.
@@ -19,7 +20,7 @@ import struct
 import subprocess
 from pathlib import Path
 
-from gpusim.toolchain.compile import NVCC_FLAGS
+from gpusim.toolchain.compile import instantiation_source, nvcc_flags
 
 ARCH = "sm_90"
 
@@ -160,7 +161,8 @@ def match_kernel(kernel: str, names: list[str], demangled: dict[str, str] | None
 
 # ---- compilation with a cache -----------------------------------------------------------------
 class CubinCache:
-    """Compiles each source once per (source bytes, local headers, flags, nvcc) into `directory`."""
+    """Compiles each spec's source once per (source bytes, local headers, flags, template instances,
+    nvcc) into `directory`."""
 
     def __init__(self, directory: Path, nvcc: str | None = None, cxxfilt: str | None = None):
         self.directory = Path(directory).resolve()  # nvcc runs in the source's folder
@@ -174,26 +176,34 @@ class CubinCache:
             self._nvcc_version = tool_version(self.nvcc) or "?"
         return self._nvcc_version
 
-    def command(self, src: Path, out: Path) -> list[str]:
-        return [self.nvcc, f"-arch={ARCH}", *NVCC_FLAGS, "-o", str(out), src.name]
-
-    def key(self, src: Path) -> str:
+    def key(self, src: Path, flags: list[str], instantiate: list[str] = ()) -> str:
+        """Hash of the source, the headers beside it, the flags, the template instances and nvcc."""
         h = hashlib.sha256()
         for p in [src] + sorted(q for q in src.parent.iterdir() if q.suffix in (".h", ".cuh", ".hpp", ".inc")):
             h.update(p.name.encode() + b"\0" + p.read_bytes())
-        h.update(" ".join([ARCH, *NVCC_FLAGS, self.nvcc_version]).encode())
+        h.update(" ".join([ARCH, *flags, self.nvcc_version]).encode())
+        h.update("\0".join(instantiate).encode())
         return h.hexdigest()[:16]
 
     def build(self, workload) -> dict:
-        """{cubin, mangled, demangled, nvcc_cmd, cached}: compile (or reuse) and locate the kernel."""
+        """{cubin, mangled, demangled, nvcc_cmd, cached}: compile (or reuse) and locate the kernel. A spec
+        with `instantiate` is compiled through gpusim's wrapper unit (the source plus a reference to each
+        instance, `instantiation_source`), as the simulator compiles it."""
         src = Path(workload.source_path)
+        flags = nvcc_flags(workload)
         self.directory.mkdir(parents=True, exist_ok=True)
-        cubin = self.directory / f"{src.stem}-{self.key(src)}.cubin"
-        cmd = self.command(src, cubin)
+        key = self.key(src, flags, list(workload.instantiate))
+        cubin = self.directory / f"{src.stem}-{key}.cubin"
+        unit = src
+        if workload.instantiate:  # the wrapper includes the source by its absolute path
+            unit = self.directory / f"{src.stem}-{key}.instances.cu"
+            unit.write_text(instantiation_source(workload))
+        command = (lambda out: [self.nvcc, f"-arch={ARCH}", *flags, "-o", str(out), str(unit)])
+        cmd = command(cubin)
         cached = cubin.exists()
         if not cached:
             tmp = cubin.with_suffix(f".tmp{os.getpid()}.cubin")
-            proc = subprocess.run(self.command(src, tmp), cwd=src.parent, capture_output=True, text=True)
+            proc = subprocess.run(command(tmp), cwd=src.parent, capture_output=True, text=True)
             if proc.returncode != 0:
                 err = [ln for ln in (proc.stderr or proc.stdout).splitlines() if "error" in ln]
                 raise BuildError(f"nvcc failed for {src.name}: {(err or ['exit %d' % proc.returncode])[0].strip()}")

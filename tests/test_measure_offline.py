@@ -771,3 +771,26 @@ def test_clock_window_waits_for_a_late_nvidia_smi(tmp_path, monkeypatch):
         assert clocks["note"].startswith("no sample inside the window")
     finally:
         sampler.stop()
+
+
+def test_cupy_device_opts_in_to_every_dynamic_shared_size():
+    """A kernel with static shared memory and 48 KiB of dynamic shared memory needs the opt-in too
+    (49,152 dynamic + 4,096 static bytes failed to launch on the H200 before: CUDA_ERROR_INVALID_VALUE)."""
+    from gpusim.measure.backend import CupyDevice
+
+    class Raw:
+        max_dynamic_shared_size_bytes = 0
+
+    class Module:
+        def __init__(self, path):
+            self.raw = Raw()
+
+        def get_function(self, name):
+            return self.raw
+
+    dev = CupyDevice.__new__(CupyDevice)
+    dev.cp, dev._modules = types.SimpleNamespace(RawModule=Module), {}
+    for shared in (0, 49152, 102400):
+        dev._modules.clear()
+        _, raw = dev.load_kernel("k.cubin", "k", shared)
+        assert raw.max_dynamic_shared_size_bytes == shared

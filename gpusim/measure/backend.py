@@ -73,7 +73,8 @@ class CupyDevice:
         if cubin not in self._modules:
             self._modules[cubin] = self.cp.RawModule(path=cubin)
         raw = self._modules[cubin].get_function(mangled)
-        if shared_bytes > 48 * 1024:  # opt in to large dynamic shared memory
+        if shared_bytes > 0:  # opt in to the dynamic shared memory asked for: beside the kernel's static
+            # shared memory a total over 48 KiB needs it (49,152 dynamic + 4,096 static bytes failed to launch)
             raw.max_dynamic_shared_size_bytes = int(shared_bytes)
         return getattr(raw, "kernel", raw), raw
 

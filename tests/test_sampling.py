@@ -344,6 +344,22 @@ def test_sampled_write_backs_never_exceed_what_the_grid_stores():
     assert r.memory["dram_write_bytes"] < 0.9 * 2048 * 2048 * 8  # not the cap: scaled by CTAs only
 
 
+def test_sampled_stores_into_a_small_ring_stay_in_l2(monkeypatch):
+    """tp_nold (bench/micro/tpose, the transpose skeleton without loads) h200 1024: 16,384 CTAs store
+    64 MiB into an 8 MiB ring (indices masked). All its buffers (16 MiB) fit within the dirty reach
+    and its writable 8 MiB within the dirty limit, so no store can leave L2 during the kernel:
+    detailed mode writes nothing back (at n = 512 too), nor does sampled mode now. The simulated
+    CTAs' share of the dirty room (1.6 KiB a CTA here, each storing 4), meant for a grid whose CTAs
+    store to places of their own, wrote back 38 MiB (tp_l2 alike)."""
+    from gpusim.timing.gpu import GPU
+
+    spec = str(Path(__file__).resolve().parents[1] / "bench/micro/tpose/tp_nold.yaml")
+    r = run_workload(spec, "h200", 1024, mode="sampled")
+    assert r.memory["dram_write_bytes"] == 0
+    monkeypatch.setattr(GPU, "_stores_stay", lambda self: False)  # the rule the result depends on
+    assert run_workload(spec, "h200", 1024, mode="sampled").memory["dram_write_bytes"] > 16 << 20
+
+
 def test_sampled_extrapolation_respects_the_sms_stage_rates(monkeypatch):
     """A CTA stream bound by the SM's shared-memory stage (transpose_smem: 32-way conflicting
     stores, 16 wavefronts per access) is extrapolated at no more than the stage passes: sampled

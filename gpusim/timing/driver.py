@@ -90,7 +90,8 @@ def run_trace(path, gpu: str, overrides: dict | None = None, honour_control_code
     if cfg.arch != arch:
         raise GpusimError(f"the trace is of {arch} code but card {cfg.name} is {cfg.arch}", str(path))
     result = simulate(program, trace, cfg, workload=wl.name, size=size, honour_control_codes=honour_control_codes,
-                      window=window, footprint_bytes=input_bytes(wl, size) if size else None)
+                      window=window, footprint_bytes=input_bytes(wl, size) if size else None,
+                      buffers=buffer_bytes(wl, size) if size else None)
     result.provenance = build(cfg, overrides, "detailed", honour_control_codes, program, wl, None)
     result.provenance["trace"] = {"path": str(path), "source": trace.header.get("source"),
                                   "ctas": len(trace.header.get("ctas", []))}
@@ -128,7 +129,7 @@ def time_emulated(emu, wl, cfg, size: int, mode: str = "detailed", honour_contro
         try:
             return simulate(emu.program, trace, cfg, workload=wl.name, size=size,
                             honour_control_codes=honour_control_codes, window=window, mode=mode,
-                            footprint_bytes=input_bytes(wl, size), grid=grid)
+                            footprint_bytes=input_bytes(wl, size), grid=grid, buffers=buffer_bytes(wl, size))
         except TraceTooShort:
             if trace.elision is None:
                 raise
@@ -232,6 +233,21 @@ def time_streamed(wl, cfg, size: int, honour_control_codes: bool | None = None):
                                         SLICE_LOG_BYTES, n_proc)
     result = gpu.run(wl.name, size)
     return gpu.records_stream.checked_run(), inputs, result
+
+
+def buffer_bytes(wl, size: int) -> tuple[int, int]:
+    """(bytes of all the kernel's buffers, bytes of those it may write: all but `const` ones)."""
+    from gpusim.workloads.spec import ELEMENT_BYTES
+
+    total = writable = 0
+    for a in wl.args:
+        if a.kind == "buffer":
+            n = 1
+            for d in wl.buffer_shape(a, size):
+                n *= d
+            total += n * ELEMENT_BYTES[a.dtype]
+            writable += 0 if a.const else n * ELEMENT_BYTES[a.dtype]
+    return total, writable
 
 
 def input_bytes(wl, size: int) -> int:

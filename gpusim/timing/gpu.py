@@ -29,7 +29,8 @@ class GPU:
     engine = "compiled"
 
     def __init__(self, program, trace, cfg, honour_control_codes: bool | None = None, window=None,
-                 mode: str = "detailed", footprint_bytes: int | None = None, grid=None):
+                 mode: str = "detailed", footprint_bytes: int | None = None, grid=None,
+                 buffers: tuple[int, int] | None = None):
         if trace.header["arch"] != cfg.arch:
             raise GpusimError(f"trace is for {trace.header['arch']} but GPU '{cfg.card}' runs {cfg.arch} code")
         self.program, self.trace, self.cfg = program, trace, cfg
@@ -68,6 +69,7 @@ class GPU:
         self.retire_free = 0.0
         self.mode = mode
         self.footprint_bytes = footprint_bytes  # bytes of the input buffers (sampled mode's DRAM estimate)
+        self.buffers = buffers  # (bytes of all buffers, of the writable ones), or None (`_stores_stay`)
         self.grid_footprint = grid  # sampled mode: the whole grid's footprints (mem/grid.py), or None
         # sampled mode, cold L2: (DRAM bytes read, bytes written back, L2 block fills) of the grid's waves
         self.grid_traffic = None
@@ -392,8 +394,9 @@ class GPU:
         total = self._grid_ctas()
         active = min(cfg.sm_count, total)
         g = len({c % cfg.sm_count for c in ctas})
-        memory = MemorySystem(cfg, cfg.clock_mhz, share=g / active, dirty_share=len(ctas) / total, track_stores=True,
-                              reach_rule=False)  # (see MemorySystem: the reach is detailed mode's)
+        # the simulated CTAs get their share of the dirty room, unless no store can leave L2 (`_stores_stay`)
+        memory = MemorySystem(cfg, cfg.clock_mhz, share=g / active, dirty_share=1.0 if self._stores_stay() else len(ctas) / total,
+                              track_stores=True, reach_rule=False)  # (see MemorySystem: the reach is detailed mode's)
         self.grid_traffic, self.grid_found = self._grid_traffic(occ, active)
         memory.dram_fraction = self._dram_fraction(active / g, len(ctas) / total)
         self.retire_interval = cfg.cta_retire_cycles * active / g  # (the simulated SMs' share)
@@ -417,6 +420,24 @@ class GPU:
             repeats.append(repeat)
         last = int(np.argmax(ends))
         return self._result_sampled(sms, memory, occ, workload, size, active, ends, len(ctas), repeats[last], last)
+
+    def _stores_stay(self) -> bool:
+        """Sampled mode: whether no store can be written back during the kernel, because all of its
+        buffers fit within L2 (its effective size, and the dirty reach where the card has one: nothing
+        can push a dirty sector out) and the writable ones within the dirty limit. Detailed mode and the
+        grid's replay then write nothing back; the simulated CTAs' share of the dirty room, which
+        assumes that the grid's CTAs store to places of their own, would write back where CTAs store
+        to the same places (indices masked into a ring, atomics into a small table: the transpose
+        skeleton tp_l2 h200 1024, 64 MiB of stores into 8 MiB, wrote back 38 MiB, detailed mode 0)."""
+        if self.buffers is None:
+            return False
+        total, writable = self.buffers
+        l2 = self.cfg.memory.l2
+        room = l2.effective_size_bytes or l2.size_bytes
+        if l2.dirty_reach_bytes is not None:
+            room = min(room, l2.dirty_reach_bytes)
+        limit = l2.dirty_limit_bytes if l2.dirty_limit_bytes is not None else room
+        return total <= room and writable <= limit
 
     def _memory_scaled(self, memory: dict, sms, scale: float, stored: int = 0, room: int | None = None) -> dict:
         """Sampled mode's cache and traffic counters, scaled to the grid. The simulated SMs count only
@@ -458,7 +479,7 @@ class GPU:
         if missing and room is not None:
             written += missing if written > 0 else max(0, stored + missing - room)
             stored += missing
-        out["dram_write_bytes"] = min(round(written * scale), round(stored * scale))
+        out["dram_write_bytes"] = 0 if self._stores_stay() else min(round(written * scale), round(stored * scale))
         out["dram_bytes"] = out["dram_read_bytes"] + out["dram_write_bytes"]
         l2 = self.cfg.memory.l2
         if self.grid_traffic is not None:
@@ -768,7 +789,7 @@ def partial_store_notes(tot: dict, cfg) -> list[str]:
 
 def simulate(program, trace, cfg, workload: str | None = None, size: int | None = None,
              honour_control_codes: bool | None = None, window=None, mode: str = "detailed",
-             footprint_bytes: int | None = None, grid=None) -> SimResult:
+             footprint_bytes: int | None = None, grid=None, buffers: tuple[int, int] | None = None) -> SimResult:
     """Time `trace` of `program` on `cfg`. `window` = (first cycle, last cycle, CTA ids or None)
     records a timeline of issue and stall slices for those CTAs and cycles (for `gpusim viz`)."""
-    return GPU(program, trace, cfg, honour_control_codes, window, mode, footprint_bytes, grid).run(workload, size)
+    return GPU(program, trace, cfg, honour_control_codes, window, mode, footprint_bytes, grid, buffers).run(workload, size)

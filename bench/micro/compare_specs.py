@@ -4,6 +4,7 @@ validation/h200/<folder>/, measured by bench/micro/measure_specs.sh).
 
     python3 bench/micro/compare_specs.py cpasync [--only SPEC,...] [--set FIELD=VALUE ...]   # ~3 min on 2 cores
     python3 bench/micro/compare_specs.py ldsrate                                             # ~1 min
+    python3 bench/micro/compare_specs.py tpose                                               # ~3 min
 
 For each spec (the folder's SPECS order, else alphabetical) and size: Nsight Compute's cycles
 (sm__cycles_elapsed.max, caches flushed) and gpusim's (`gpusim run --gpu h200`, cold L2; one-warp
@@ -23,7 +24,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 ORDER = {"cpasync": ["cpa_chase_cg", "ldg_chase_cg", "cpa_chase_ca", "ldg_chase_ca", "cpa_tiles", "ldg_tiles", "mio_lds",
-                     "mio_sts4", "mio_cpa4", "mio_sts16", "mio_cpa16", "tile16_ldg", "tile16_cpa_sync", "tile16_cpa_db"]}
+                     "mio_sts4", "mio_cpa4", "mio_sts16", "mio_cpa16", "tile16_ldg", "tile16_cpa_sync", "tile16_cpa_db"],
+         "tpose": ["tp_lds", "tp_nold", "tp_nost", "tp_l2", "tp_dram", "tp_l2_c4", "tp_dram_c4", "tp_l2_c2", "tp_dram_c2",
+                   "tpp_l2", "tpp_dram"]}
 
 
 def measured(records: Path, spec: str, n: int) -> float | None:

@@ -405,6 +405,74 @@ ISSUE_KERNEL(stg, char* q = (char*)gbase + (threadIdx.x & 31) * stride, ISSUE_ST
 ISSUE_KERNEL(xq_ldg_lds, ISSUE_XQ_SETUP(true), ISSUE_XQ_PTX)
 ISSUE_KERNEL(xq_lds_ldg, ISSUE_XQ_SETUP(false), ISSUE_XQ_PTX)
 
+// mioq_lds: how many 32-way conflicting LDS can warps on several sub-partitions queue at once? One CTA of
+// `block` threads; the warps whose bit is set in `mask` take part (warp w on sub-partition w mod 4). A first
+// pass of NQ loads warms up, every warp waits for its results, the CTA meets at a barrier (so all warps start
+// the stamped pass together, the queues empty), then each issues NQ loads at lane x 128 bytes with a clock
+// read after each. Per-sub-partition queues of ~30 let every warp queue ~30; a shared pool less.
+extern "C" __global__ void mioq_lds(long long* out, unsigned* sink, unsigned mask) {
+    extern __shared__ __align__(16) char smem[];
+    const int wid = threadIdx.x >> 5;
+    const bool on = (mask >> wid) & 1u;
+    const unsigned a = (unsigned)__cvta_generic_to_shared(smem) + (threadIdx.x & 31) * 128;
+    unsigned acc = 0, x[NQ];
+    long long t[NQ + 1];
+    _Pragma("unroll 1") for (int r = 0; r < 2; ++r) {
+        __syncthreads();
+        if (on) {
+            t[0] = clk();
+            _Pragma("unroll") for (int k = 0; k < NQ; ++k) {
+                asm volatile("ld.shared.u32 %0, [%1];" : "=r"(x[k]) : "r"(a + k * 128) : "memory");
+                t[k + 1] = clk();
+            }
+            _Pragma("unroll") for (int k = 0; k < NQ; ++k) acc ^= x[k];
+        }
+    }
+    if (on && (threadIdx.x & 31) == 0)
+        for (int k = 0; k <= NQ; ++k) out[wid * (NQ + 1) + k] = t[k];
+    if (acc == 0x12345678u) sink[0] = acc;
+}
+
+// s2r_q_<reg>: does an S2R wait for its MIO queue? (The H200's Nsight source page of the transpose skeletons,
+// bench/micro/tpose, puts 17-39% of all warp stall samples in mio_throttle at a new warp's first S2R SR_TID.X.)
+// One CTA of 8 warps per SM. After a barrier the warps whose bit is set in `fill` (w on sub-partition w mod 4)
+// issue 48 32-way conflicting LDS back to back (mioq_lds: their queues fill within ~120 cycles); 300 cycles
+// after the barrier warp 4 (sub-partition 0) and warp 5 (sub-partition 1) each read one special register
+// between two clock reads, the second after an add of it and `fill` (one ptxas cannot fold, so the clock waits for
+// the register); out[CTA * 8 + w] = the cycles between. One
+// kernel per register (a runtime choice among them is if-converted into a run of predicated S2Rs): tid_y
+// (SR_TID.Y: the kernel's block is 1-D, so ptxas has not read it before), laneid, warpid (SR_VIRTID), ctaid_x,
+// smid (SR_VIRTUALSMID).
+#define S2R_QUEUE_KERNEL(NAME, REG)                                                                      \
+    extern "C" __global__ void s2r_q_##NAME(long long* out, unsigned* sink, unsigned fill) {             \
+        extern __shared__ __align__(16) char smem[];                                                     \
+        const int w = threadIdx.x >> 5;                                                                  \
+        const unsigned a = (unsigned)__cvta_generic_to_shared(smem) + (threadIdx.x & 31) * 128;          \
+        __syncthreads();                                                                                 \
+        const long long t0 = clk();                                                                      \
+        if ((fill >> w) & 1u) {                                                                          \
+            unsigned acc = 0, x[NQ];                                                                     \
+            _Pragma("unroll") for (int k = 0; k < NQ; ++k)                                               \
+                asm volatile("ld.shared.u32 %0, [%1];" : "=r"(x[k]) : "r"(a + k * 128) : "memory");     \
+            _Pragma("unroll") for (int k = 0; k < NQ; ++k) acc ^= x[k];                                  \
+            if (acc == 0x12345678u) sink[0] = acc;                                                       \
+        } else if (w == 4 || w == 5) {                                                                   \
+            while (clk() - t0 < 300) { }                                                                 \
+            unsigned t, u;                                                                               \
+            const long long b0 = clk();                                                                  \
+            asm volatile("mov.u32 %0, %%" REG ";" : "=r"(t));                                           \
+            asm volatile("add.u32 %0, %1, %2;" : "=r"(u) : "r"(t), "r"(fill)); /* (+ 0 would fold away) */ \
+            const long long b1 = clk();                                                                  \
+            if ((threadIdx.x & 31) == 0) out[blockIdx.x * 8 + w] = b1 - b0;                              \
+            if (u == 12345u) sink[1] = u;                                                                \
+        }                                                                                                \
+    }
+S2R_QUEUE_KERNEL(tid_y, "tid.y")
+S2R_QUEUE_KERNEL(laneid, "laneid")
+S2R_QUEUE_KERNEL(warpid, "warpid")
+S2R_QUEUE_KERNEL(ctaid_x, "ctaid.x")
+S2R_QUEUE_KERNEL(smid, "smid")
+
 // ---- issue timestamps of stores whose data registers stay live to the end (run_memory.py --only issue_st):
 // issue_stg / issue_sts above reuse a register the previous store still reads for the next clock, so their
 // gaps time the store's register read, not its queue. Here each store has its own data register, kept live

@@ -42,16 +42,42 @@ CASES = {  # name: (source, mangled kernel, size, grid(n), block, args(n) kind)
                                lambda n: (n // 32, n // 32), (32, 32), "aat"),
     "coalescedMultiply_padded_4096": ("seed003_aat.cu", "_Z24coalescedMultiply_paddedPfS_i", 4096,
                                       lambda n: (n // 32, n // 32), (32, 32), "aat"),
+    # the transpose skeletons of bench/micro/tpose (H200: gpusim times the unpadded shared-tile transpose 12% fast
+    # from DRAM, 6% from L2, and right without global accesses, but charges barrier where Nsight has mio_throttle)
+    "tp_lds_1024": ("bench/micro/tpose/kernels.cu", "_Z2tpILi0ELi0ELi0ELi1EEvPKfPfiif", 1024,
+                    lambda n: (n // 8, n // 8), (32, 8), "tp_wrap"),
+    "tp_l2_1024": ("bench/micro/tpose/kernels.cu", "_Z2tpILi0ELi1ELi1ELi1EEvPKfPfiif", 1024,
+                   lambda n: (n // 8, n // 8), (32, 8), "tp_wrap"),
+    "tp_dram_1024": ("bench/micro/tpose/kernels.cu", "_Z2tpILi0ELi1ELi1ELi0EEvPKfPfiif", 1024,
+                     lambda n: (n // 8, n // 8), (32, 8), "tp"),
 }
+
+
+def source_path(src: str) -> str:
+    """A case's source: a file of traces/kernels, or a path from the checkout's root."""
+    return os.path.join(ROOT, src if "/" in src else os.path.join("traces/kernels", src))
+
+
+def cubin_name(src: str) -> str:
+    return src.replace("/", "_").replace(".cu", ".cubin")
 
 
 def child(build: str, only: str = "") -> None:
     import cupy as cp
     import numpy as np
     for name, (src, fn, n, grid, block, kind) in selected(only).items():
-        mod = cp.RawModule(path=os.path.join(build, src.replace(".cu", ".cubin")))
+        mod = cp.RawModule(path=os.path.join(build, cubin_name(src)))
         f = mod.get_function(fn)
         rng = np.random.default_rng(0)
+        if kind.startswith("tp"):  # the transposes' m = 4n: whole m x m matrices, or 8 MiB each (indices masked)
+            m = 4 * n
+            elems = 1 << 21 if kind == "tp_wrap" else m * m
+            src_buf = cp.zeros(elems, dtype=np.float32) if kind == "tp_wrap" else cp.asarray(rng.random(elems, dtype=np.float32))
+            dst_buf = cp.zeros(elems, dtype=np.float32)
+            cp.cuda.runtime.deviceSynchronize()
+            f(grid(n), block, (src_buf, dst_buf, np.int32(m), np.int32((1 << 21) - 1), np.float32(0.0)))
+            cp.cuda.runtime.deviceSynchronize()
+            continue
         dt = np.float64 if kind == "dgemm" else np.float32
         A = cp.asarray(rng.random((n, 32 if kind == "aat" else n)).astype(dt))
         B = cp.asarray(rng.random((n, n)).astype(dt))
@@ -140,8 +166,7 @@ def main() -> int:
     nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
     for src in {c[0] for c in selected(a.only).values()}:
         subprocess.run([nvcc, "-arch=sm_90", "-cubin", "-O3", "-std=c++14", "-o",
-                        os.path.join(build, src.replace(".cu", ".cubin")), os.path.join(ROOT, "traces/kernels", src)],
-                       check=True)
+                        os.path.join(build, cubin_name(src)), source_path(src)], check=True)
     ncu = shutil.which("ncu") or "/opt/nvidia/nsight-compute/2025.3.1/ncu"
     rep = os.path.join(a.out, "source")
     subprocess.run([ncu, "--section", "SourceCounters", "--section", "WarpStateStats", "--clock-control", "none",

@@ -390,6 +390,62 @@ def m_issue(b: Bench) -> dict:
     return res
 
 
+def m_mioq(b: Bench) -> dict:
+    """Is the MIO queue that one warp fills with ~30 conflicting LDS (`issue`'s lds_s128_w1) one per
+    sub-partition or shared? `mioq_lds` (memory.cu): the warps of one CTA whose bit is set in the mask
+    (warp w on sub-partition w mod 4) start together after a barrier, each issuing 48 32-way conflicting
+    LDS with a clock read after each. Per-sub-partition queues let each warp on its own sub-partition
+    queue ~30 at 4-cycle gaps; a pool shared by sub-partitions lets them together queue about what one
+    warp does. Masks: one warp, pairs of sub-partitions (0+1, 0+2, 0+3), three, four, and two warps on
+    each of one / four sub-partitions (256 threads)."""
+    res = {"method": f"mioq_lds: {NQ} LDS.32 at lane x 128 bytes (32 wavefronts each), each followed by CS2R "
+                     "SR_CLOCKLO, after a warm-up pass and a barrier; gaps[k] = t[k+1] - t[k] in SM cycles; "
+                     "starts: each warp's t[0]; queued: the loads issued before the first gap over 16 cycles; "
+                     "one CTA on one SM, three launches", "cases": {}}
+    cp, np = b.cp, b.np
+    sink = cp.zeros(64, dtype=cp.uint32)
+    for label, block, mask in (("m1", 128, 0x1), ("m3", 128, 0x3), ("m5", 128, 0x5), ("m9", 128, 0x9), ("m7", 128, 0x7),
+                               ("mF", 128, 0xF), ("m11", 256, 0x11), ("mFF", 256, 0xFF)):
+        runs = []
+        for _ in range(3):
+            out = cp.zeros((block // 32) * (NQ + 1), dtype=cp.int64)
+            b.launch("mioq_lds", 1, block, (out, sink, np.uint32(mask)), shared=16 * 1024)
+            b.sync()
+            t = out.get().reshape(block // 32, NQ + 1)
+            warps = [w for w in range(block // 32) if mask >> w & 1]
+            gaps = {w: [int(t[w, i + 1] - t[w, i]) for i in range(NQ)] for w in warps}
+            queued = {w: next((i for i, g in enumerate(gaps[w]) if g > 16), NQ) for w in warps}
+            runs.append({"gaps": gaps, "starts": {w: int(t[w, 0]) for w in warps}, "queued": queued,
+                         "queued_total": sum(queued.values())})
+        res["cases"][f"lds_s128_{label}"] = {"block": block, "mask": mask, "runs": runs}
+    return res
+
+
+def m_s2rq(b: Bench) -> dict:
+    """Does an S2R wait for its MIO queue? `s2r_q_<reg>` (memory.cu): warps of the `fill` mask fill their
+    queues with 32-way conflicting LDS; 300 cycles later warps 4 (sub-partition 0) and 5 (sub-partition 1)
+    each read a special register (%tid.y, %laneid, %warpid, %ctaid.x, %smid): the cycles from the clock
+    before the read to the clock after an add that uses it, medians over the SMs' CTAs (one CTA of 8
+    warps on each SM), three launches."""
+    cp, np = b.cp, b.np
+    res = {"method": "s2r_q_<reg>: one CTA of 256 threads per SM; fill warps issue 48 LDS.32 at lane x 128 bytes "
+                     "after a barrier, warps 4 and 5 read a special register 300 cycles later; cycles per "
+                     "read (median over SMs) for w4 (sub-partition 0) and w5 (sub-partition 1)", "cases": {}}
+    sink = cp.zeros(64, dtype=cp.uint32)
+    for fill_label, fill in (("none", 0x0), ("sp0", 0x1), ("sp0_sp1", 0x3), ("all", 0xF)):
+        for sr_label in ("tid_y", "laneid", "warpid", "ctaid_x", "smid"):
+            vals = {4: [], 5: []}
+            for _ in range(3):
+                out = cp.zeros(b.sms * 8, dtype=cp.int64)
+                b.launch(f"s2r_q_{sr_label}", b.sms, 256, (out, sink, np.uint32(fill)), shared=16 * 1024)
+                b.sync()
+                o = out.get().reshape(b.sms, 8)
+                for w in (4, 5):
+                    vals[w].append(float(np.median(o[:, w])))
+            res["cases"][f"{sr_label}_fill_{fill_label}"] = {"w4_sp0_cycles": vals[4], "w5_sp1_cycles": vals[5]}
+    return res
+
+
 def _issue_runs(b: Bench, kernel: str, block: int, every: int, stride: int, g, sink, n: int = NQ,
                 args=None, shared: int = 16 * 1024) -> tuple[list, object]:
     """Three launches of issue kernel `kernel` (one CTA of `block` threads, every `every`-th warp
@@ -1126,7 +1182,7 @@ def main() -> int:
     R = {"meta": run_meta(comp, errors), "sass_counts": counts, "errors": errors}
     b = Bench(comp["cubin"])
     b.launch("empty", 1, 32, (b.np.uint64(0),))
-    groups = {"ldg": m_ldg_rates, "bcast": m_bcast, "wrap": m_wrap, "scatter": m_scatter, "partition": m_partition, "stream": m_stream, "stg": m_stg, "stg_scatter": m_stg_scatter, "sts": m_sts, "lds": m_lds, "align": m_align, "s2r": m_s2r, "issue": m_issue,
+    groups = {"ldg": m_ldg_rates, "bcast": m_bcast, "wrap": m_wrap, "scatter": m_scatter, "partition": m_partition, "stream": m_stream, "stg": m_stg, "stg_scatter": m_stg_scatter, "sts": m_sts, "lds": m_lds, "align": m_align, "s2r": m_s2r, "issue": m_issue, "mioq": m_mioq, "s2rq": m_s2rq,
               "issue4": m_issue4, "xq": m_xq, "order": m_order, "dstage": m_dstage, "issue_st": m_issue_st, "war": m_war, "st_order": m_st_order, "mix": m_mix, "mix2": m_mix2, "mix3": m_mix3, "pace": m_pace, "burst": m_burst,
               "launch": m_launch, "bandwidth": m_bandwidth_events}
     only = {s for s in args.only.split(",") if s}

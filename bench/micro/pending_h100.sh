@@ -4,7 +4,8 @@
 # writing the same name with _h100 (l2_sources/ for the suite's L2 profiles). About 4-6 minutes of device time
 # in all (each set took 5-15 s of profiling on the H200, plus compiles and the suite's profiles).
 #   bash bench/micro/pending_h100.sh OUTDIR    (from the checkout root on the H100 machine; cupy, nvcc, ncu)
-# Then copy OUTDIR/*.json to validation/h100/micro/ and OUTDIR/l2_sources to validation/h100/l2_sources/.
+# Then copy OUTDIR/*.json to validation/h100/micro/, OUTDIR/l2_sources to validation/h100/l2_sources/,
+# OUTDIR/tpose to validation/h100/tpose/, and convert OUTDIR/tpose_source/source.csv with ncu_source.py --to-json.
 set -euo pipefail
 OUT=${1:?usage: bench/micro/pending_h100.sh OUTDIR}
 name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || true)
@@ -30,6 +31,11 @@ step $PY bench/micro/dirty_gap.py --ncu --out "$OUT/dirty_gap_h100.json"
 # CTA life (the H200's read spread), L2 bandwidth
 step $PY bench/micro/cta_life.py --out "$OUT/cta_life_h100.json"
 step $PY bench/micro/run_memory.py --only bandwidth --ncu --out "$OUT/memory_l2_h100.json"
+# the MIO queue's pool and the S2R wait behind it (bench/micro/README.md mioq, s2rq); the transpose skeletons
+# (records to validation/h100/tpose/) and their Nsight source page
+step $PY bench/micro/run_memory.py --only mioq,s2rq --out "$OUT/memory29_h100.json"
+step bash bench/micro/measure_specs.sh "$OUT/tpose" bench/micro/tpose/*.yaml
+step $PY bench/micro/ncu_source.py --out "$OUT/tpose_source" --only tp_lds_1024,tp_l2_1024,tp_dram_1024
 # the suite's L2 sources (near/far partition traffic) on the card it is judged on
 L2="--reps 0 --no-check --ncu --ncu-metrics l2 --ncu-sizes all --ncu-timeout 200 --max-gib 4"
 step $PY -m gpusim.measure.run --out "$OUT/l2_sources" --workloads sgemm_naive_coalesced,sgemm_smem,sgemm_maxas_64,sgemm_regtile2d,sgemm_regtile1d,dgemm_unroll,dgemm_regtile,dgemm_naive_coalesced \

@@ -57,6 +57,9 @@ CASES = {
     "hopper-turnaround": ("copy_float4", "h100", 128, {"sm_count": 4, "memory.l2.effective_size_bytes": 65536,
                                                        "memory.l2.dirty_limit_bytes": 16384, "memory.dram.turnaround": 2.0,
                                                        "memory.dram.write_backpressure": True}, {}),
+    # new CTAs' S2R SR_TID waiting for the SM's queues of 32-way conflicting LDS (sm.thread_sreg_waits_for_mio),
+    # 3 SMs so that later CTAs launch beside the queued loads of earlier ones
+    "hopper-sreg-wait": ("transpose_smem", "h100", 64, {"sm_count": 3}, {}),
     "hopper-unified-stage": ("naiveMatMatMul", "h100", 64, {"memory.l1.unified_data_stage": True}, {}),  # LDS and 32-line LDGs on one stage
     "hopper-separate-stages": ("naiveMatMatMul", "h100", 64, {}, {}),
     "maxwell-dgemm": ("dgemm_unroll_db_128b_prefsmem", "gtx970", 128, {}, {}),

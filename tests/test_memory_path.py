@@ -968,3 +968,34 @@ def test_pending_h100_batch_stops_with_one_line_off_an_h100(tmp_path):
     assert p.returncode == 2, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and "needs an H100" in p.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_s2r_of_a_thread_register_waits_for_the_mio_queues():
+    """`sm.thread_sreg_waits_for_mio` (H200 s2rq, memory30_h200.json): an S2R of SR_TID / SR_LANEID /
+    SR_VIRTID waits until the SM's MIO queues have passed what they hold; SR_CTAID does not. On
+    transpose_smem (32-way conflicting LDS) new CTAs' first S2R SR_TID then waits in mio_throttle, as
+    Nsight shows on the H200's transpose skeletons, and the kernel takes longer; with the rule off the
+    S2Rs charge no mio_throttle."""
+    from gpusim.config import apply_overrides, load_gpu
+    from gpusim.timing.driver import run_workload
+    from gpusim.timing.static import SREG_WAIT, IssueFacts, static_info
+    from gpusim.toolchain.listings import load_program
+    from gpusim.workloads import find_workload
+
+    program = load_program(find_workload("transpose_smem"), "sm_90")
+    facts = IssueFacts(static_info(program, load_gpu("h100")), True, "none")
+    queued = {ins.text.split(",")[-1].strip() for ins, a in zip(program.instructions, facts.attempt) if a[1] == SREG_WAIT}
+    s2r = {ins.text.split(",")[-1].strip() for ins in program.instructions if ins.opcode == "S2R"}
+    assert queued == {x for x in s2r if x.startswith("SR_TID")} and any(x.startswith("SR_CTAID") for x in s2r - queued)
+    off = IssueFacts(static_info(program, apply_overrides(load_gpu("h100"), {"sm.thread_sreg_waits_for_mio": False})),
+                     True, "none")
+    assert all(a[1] != SREG_WAIT for a in off.attempt)
+
+    def s2r_mio(r):
+        return sum(p.stalls.get("mio_throttle", 0.0) for p in r.stalls_per_pc if p.text.startswith("S2R"))
+
+    few = {"sm_count": 32}  # 1,024 CTAs in four waves: later CTAs launch beside earlier ones' queued loads
+    on = run_workload("transpose_smem", "h100", 256, overrides=few)
+    without = run_workload("transpose_smem", "h100", 256, overrides={**few, "sm.thread_sreg_waits_for_mio": False})
+    assert s2r_mio(without) == 0 and s2r_mio(on) > 0.05 * sum(on.stalls.values())
+    assert on.cycles > without.cycles

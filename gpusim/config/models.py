@@ -140,6 +140,11 @@ class SmConfig(_Model):
     queue); one more waits in lg_throttle. None: only the queue's depth limits them."""
     mio_store_queue_depth: int | None = Field(default=None, ge=1)
     """The same for shared-memory stores in the MIO queue (mio_throttle)."""
+    thread_sreg_waits_for_mio: bool = False
+    """An S2R of a per-thread special register (SR_TID.*, SR_LANEID, SR_VIRTID) issues only once every
+    sub-partition's MIO queue has passed what it held when the S2R first tried (mio_throttle until
+    then); CTA-wide registers (SR_CTAID.*, SR_VIRTUALSMID) and CS2R clock reads do not wait. False: an
+    S2R is a plain misc-pipe instruction."""
     mio_sub_partition_rate: float | None = Field(default=None, gt=0)
     """Wavefronts per cycle one sub-partition's MIO queue passes on (None: only the SM-wide
     `shared_memory.wavefronts_per_cycle` limits)."""

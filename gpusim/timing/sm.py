@@ -23,7 +23,7 @@ from collections import deque
 from gpusim.errors import GpusimError
 from gpusim.timing import stalls as S
 from gpusim.timing.mem.lsu import LSU, MIO, AccessQueue, DataStage, Stage
-from gpusim.timing.static import BAR, BRANCH, CMEM, COPY, GLOAD, SMEM, IssueFacts, queue_stores
+from gpusim.timing.static import BAR, BRANCH, CMEM, COPY, GLOAD, SMEM, SREG_WAIT, IssueFacts, queue_stores
 
 EPS = 1e-9
 
@@ -38,7 +38,7 @@ class Warp:
 
     __slots__ = ("gid", "cta", "sp", "age", "pcs", "mem_rows", "regc", "wavef", "glines", "pos", "ready_at", "reason",
                  "since", "done", "at_barrier", "sb", "reg_ready", "gap_at", "misses", "active", "stores_done",
-                 "copies_done")
+                 "copies_done", "sreg_due")
 
     def __init__(self, gid, cta, sp, age, stream, now):
         self.gid, self.cta, self.sp, self.age = gid, cta, sp, age
@@ -56,6 +56,7 @@ class Warp:
         self.active = False  # two_level_sticky: in its sub-partition's active set
         self.stores_done = 0.0  # the cycle its global stores so far have left the SM: L2 took them (it drains at EXIT until then)
         self.copies_done = 0.0  # the cycle its cp.async copies since the last LDGDEPBAR have written shared memory
+        self.sreg_due = -1.0  # an S2R waiting for the MIO queues (`SM._sreg_wait`): the cycle it may issue, -1: none
 
 
 class CTA:
@@ -252,6 +253,8 @@ class SM:
                             until = pipes[pipe]
                             if until > bound:
                                 throttle = busy_reason
+                            elif queue == SREG_WAIT:
+                                throttle, until = self._sreg_wait(w, now)
                             elif queue:
                                 throttle, until = self._queue_full(sp, queue, now, self.queue_store[pc])
                             else:
@@ -429,6 +432,20 @@ class SM:
                 return S.MIO, slots[0][0]
         return 0, now
 
+    def _sreg_wait(self, w: Warp, now: float) -> tuple[int, float]:
+        """`sm.thread_sreg_waits_for_mio`: an S2R of a per-thread register issues once every
+        sub-partition's MIO queue has passed what it held when the S2R first tried (mio_throttle until
+        then). H200 (memory30_h200.json `s2rq`): with all four queues full of 32-way conflicting LDS such
+        an S2R takes 1,510-1,553 cycles (25 idle), about what the queues held (1,920 wavefronts at one a
+        cycle, from ~300 cycles in); with one or two full, 392-774 cycles, less than they held: the
+        rule's wait is the measured one where every sub-partition is busy, an upper bound otherwise."""
+        if w.sreg_due < 0:
+            w.sreg_due = max(now, max(q.free for q in self.mio_queues))
+        if now + EPS < w.sreg_due:
+            return S.MIO, w.sreg_due
+        w.sreg_due = -1.0
+        return 0, now
+
     @staticmethod
     def _hold_places(sp: SubPartition, leaves: float, share: int) -> None:
         """`sm.shared_access_queue`: an access that leaves its queue at `leaves` gives its `share` of
@@ -466,7 +483,8 @@ class SM:
             if w.ready_at > now + 1 + EPS:  # its own dependencies are not met yet
                 return
         pipe, queue, _ = facts.attempt[pc]
-        if sp.pipes[pipe] > now + 1 - EPS or (queue and self._queue_full(sp, queue, now, self.queue_store[pc])[0]):
+        if queue == SREG_WAIT or sp.pipes[pipe] > now + 1 - EPS or \
+                (queue and self._queue_full(sp, queue, now, self.queue_store[pc])[0]):
             return
         self._execute(sp, w, pc, now)  # the pair shares the issue cycle (one `selected` cycle)
 

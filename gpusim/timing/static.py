@@ -11,6 +11,8 @@ from gpusim.timing import stalls as S
 
 # instruction kinds the timing loop distinguishes
 ALU, SMEM, GLOAD, GSTORE, CMEM, BAR, EXIT, BRANCH, DEPBAR, NOP = range(10)
+SREG_WAIT = 10  # an issue attempt's queue code: an S2R that waits for the SM's MIO queues (`sm.thread_sreg_waits_for_mio`)
+THREAD_SREGS = ("SR_TID", "SR_LANEID", "SR_VIRTID")  # special registers read through the shared-memory path
 
 
 @dataclass(slots=True)
@@ -35,6 +37,7 @@ class StaticInfo:
     # .NC, TLD) on every card, plain loads where the card caches them (memory.l1.caches_global_loads), never a `bypass` load
     copy_role: int = 0  # cp.async: COPY (LDGSTS: global to shared), COMMIT (LDGDEPBAR: closes a group), else 0
     copy_mio: float = 0.0  # shared-pipe wavefronts per 128 bytes an L1-allocating copy takes (l1_copy_wavefronts)
+    sreg_wait: bool = False  # an S2R of a per-thread register that waits for the MIO queues (`thread_sreg_waits_for_mio`)
 
 
 # cp.async's parts (copy_role): a warp's LDGSTS since its last LDGDEPBAR form a group; LDGDEPBAR's
@@ -108,8 +111,20 @@ def static_info(program: Program, cfg) -> list[StaticInfo]:
             smem_extra=wide.get(access_bits(ins.modifiers), 0.0) if ins.opcode == "LDS" else 0.0,
             bypass=bypass, l1_cached=kind == GLOAD and (caches_loads or readonly) and not bypass,
             copy_role=COPY if ins.opcode == "LDGSTS" else COMMIT if ins.opcode == "LDGDEPBAR" else 0,
-            copy_mio=cfg.sm.shared_memory.l1_copy_wavefronts if ins.opcode == "LDGSTS" and not bypass else 0.0))
+            copy_mio=cfg.sm.shared_memory.l1_copy_wavefronts if ins.opcode == "LDGSTS" and not bypass else 0.0,
+            sreg_wait=cfg.sm.thread_sreg_waits_for_mio and _reads_thread_sreg(ins)))
     return out
+
+
+def _reads_thread_sreg(ins) -> bool:
+    """An S2R of a per-thread special register. H200 (validation/h100/micro/memory30_h200.json `s2rq`,
+    bench/micro/run_memory.py --only s2rq): SR_TID.Y and SR_LANEID take 25 cycles (SR_VIRTID 34) with
+    the MIO queues empty, 392-496 with one sub-partition's full of 32-way conflicting LDS (on a warp of
+    another sub-partition too), 644-774 with two, 1,510-1,553 with four; SR_CTAID.X and SR_VIRTUALSMID
+    27 whatever is queued. Nsight puts transposes' and C = A A^T kernels' mio_throttle samples on their
+    first S2R SR_TID (H200 transpose skeletons 17-39% of all samples, ncu_source_tpose_h200.json; H100
+    coalescedMultiply_padded 10%, ncu_source_aat_h100.json)."""
+    return ins.opcode == "S2R" and any(op.kind == "sreg" and op.text.startswith(THREAD_SREGS) for op in ins.srcs)
 
 
 def _bypasses_l1(ins) -> bool:
@@ -159,7 +174,8 @@ class IssueFacts:
         # busy: Nsight Compute charges a warp waiting for the LSU pipe lg_throttle, for the MIO pipe
         # mio_throttle (validation/h100/micro/memory_h100.json, ncu rows of ldg_ca32 and sts_32),
         # for a math pipe math_pipe_throttle)
-        self.attempt = [(pipe_id[s.pipe], s.kind if s.kind in (SMEM, GLOAD, GSTORE) else 0, _busy_reason(s.kind))
+        self.attempt = [(pipe_id[s.pipe], s.kind if s.kind in (SMEM, GLOAD, GSTORE) else SREG_WAIT if s.sreg_wait else 0,
+                         _busy_reason(s.kind))
                         for s in static]
         # what issuing it does: (kind, pipe id, occupancy, latency, cycles to the warp's next issue at the
         # earliest (control codes: the stall count, at least 1; scoreboard: 1), write barrier, read barrier,

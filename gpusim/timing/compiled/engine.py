@@ -74,7 +74,8 @@ WARP = np.dtype([("gid", "i8"), ("cta", "i8"), ("sp", "i8"), ("pos", "i8"), ("en
                  ("shift", "i8"), ("gap_at", "i8"), ("jump_at", "i8"), ("jump_to", "i8"),
                  ("active", "?"),  # two_level_sticky: in its sub-partition's active set
                  ("stores_done", "f8"),  # the cycle its global stores so far have left the SM (`SM._exit`'s drain)
-                 ("copies_done", "f8")])  # the cycle its cp.async copies since its last LDGDEPBAR are done
+                 ("copies_done", "f8"),  # the cycle its cp.async copies since its last LDGDEPBAR are done
+                 ("sreg_due", "f8")])  # an S2R waiting for the MIO queues (`SM._sreg_wait`): the cycle it may issue, -1: none
 CTA = np.dtype([("cid", "i8"), ("live", "i8"), ("arrived", "i8"), ("launched", "f8"), ("used", "?"),
                 ("drained", "f8")])  # the cycle its exited warps' stores have left the SM
 SUB_PARTITION = np.dtype([("dispatch_free", "f8"), ("last", "i8"), ("wake", "f8"), ("dirty", "?"), ("nw", "i8"),

@@ -21,7 +21,7 @@ from numba import njit
 from gpusim.timing import stalls as S
 from gpusim.timing.compiled import loops as P
 from gpusim.timing.compiled import memory as M
-from gpusim.timing.static import BAR, BRANCH, CMEM, COMMIT, COPY, GLOAD, SMEM
+from gpusim.timing.static import BAR, BRANCH, CMEM, COMMIT, COPY, GLOAD, SMEM, SREG_WAIT
 
 EPS = 1e-9
 INF = np.inf
@@ -99,6 +99,7 @@ def launch(st, sm, cid, now):
         wr.active = False
         wr.stores_done = 0.0
         wr.copies_done = 0.0
+        wr.sreg_due = -1.0
         wr.age = smr.age
         wr.shift = -start
         wr.jump_at = -1
@@ -223,6 +224,8 @@ def run(st, sm, env_now, resume):
                             queue = st.queue[pc]
                             if until > bound:
                                 throttle = st.busy_reason[pc]
+                            elif queue == SREG_WAIT:
+                                throttle, until = sreg_wait(st, wr, first_sp, c.n_sp, now)
                             elif queue:
                                 throttle, until = queue_full(st, sp, queue, now, st.qstore[pc])
                             else:
@@ -436,6 +439,23 @@ def queue_full(st, sp, queue, now, store):
 
 
 @njit
+def sreg_wait(st, wr, first_sp, n_sp, now):
+    """`SM._sreg_wait`: an S2R of a per-thread register issues once every sub-partition's MIO queue of
+    its SM has passed what it held when the S2R first tried; (mio_throttle, that cycle) until then."""
+    if wr.sreg_due < 0.0:
+        due = now
+        for sp in range(first_sp, first_sp + n_sp):
+            free = st.q[sp * 2 + M.MIO].free
+            if free > due:
+                due = free
+        wr.sreg_due = due
+    if now + EPS < wr.sreg_due:
+        return MIO_T, wr.sreg_due
+    wr.sreg_due = -1.0
+    return 0, now
+
+
+@njit
 def _disjoint(st, first, pc):
     for i in range(st.dsts_start[first], st.dsts_start[first + 1]):
         for j in range(st.deps_start[pc], st.deps_start[pc + 1]):
@@ -457,7 +477,7 @@ def second_issue(st, sm, sp, w, first, now):
         if wr.ready_at > now + 1 + EPS:
             return
     queue = st.queue[pc]
-    if st.sp_pipes[sp, st.pipe[pc]] > now + 1 - EPS:
+    if queue == SREG_WAIT or st.sp_pipes[sp, st.pipe[pc]] > now + 1 - EPS:
         return
     if queue:
         throttle, _ = queue_full(st, sp, queue, now, st.qstore[pc])

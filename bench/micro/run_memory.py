@@ -357,14 +357,7 @@ def m_s2r(b: Bench) -> dict:
                      "the start warps 4 (same sub-partition) and 1 (another) read %warpid between two clock reads "
                      "(the second after an add using it); cycles between, median over SMs", "cases": {}}
     for n in (0, 8, 32, 48):
-        vals = {1: [], 4: []}
-        for _ in range(3):
-            out = cp.zeros(b.sms * 8, dtype=cp.int64)
-            b.launch("s2r_probe", b.sms, 256, (out, sink, np.int32(n)), shared=8 * 1024)
-            b.sync()
-            o = out.get().reshape(b.sms, 8)
-            for w in (1, 4):
-                vals[w].append(float(np.median(o[:, w])))
+        vals = _probe_medians(b, "s2r_probe", lambda out, n=n: (out, sink, np.int32(n)), (1, 4), 8 * 1024)
         res["cases"][f"n{n}"] = {"other_sp_cycles": vals[1], "same_sp_cycles": vals[4]}
     return res
 
@@ -421,6 +414,21 @@ def m_mioq(b: Bench) -> dict:
     return res
 
 
+def _probe_medians(b: Bench, kernel: str, args, warps, shared: int) -> dict:
+    """Three launches of a probe kernel, one CTA of 256 threads on each SM writing one figure per warp
+    (out[CTA * 8 + w]): per warp of `warps`, the median over the SMs of each launch. `args(out)` gives
+    the kernel's arguments."""
+    vals = {w: [] for w in warps}
+    for _ in range(3):
+        out = b.cp.zeros(b.sms * 8, dtype=b.cp.int64)
+        b.launch(kernel, b.sms, 256, args(out), shared=shared)
+        b.sync()
+        o = out.get().reshape(b.sms, 8)
+        for w in warps:
+            vals[w].append(float(b.np.median(o[:, w])))
+    return vals
+
+
 def m_s2rq(b: Bench) -> dict:
     """Does an S2R wait for its MIO queue? `s2r_q_<reg>` (memory.cu): warps of the `fill` mask fill their
     queues with 32-way conflicting LDS; 300 cycles later warps 4 (sub-partition 0) and 5 (sub-partition 1)
@@ -434,14 +442,8 @@ def m_s2rq(b: Bench) -> dict:
     sink = cp.zeros(64, dtype=cp.uint32)
     for fill_label, fill in (("none", 0x0), ("sp0", 0x1), ("sp0_sp1", 0x3), ("all", 0xF)):
         for sr_label in ("tid_y", "laneid", "warpid", "ctaid_x", "smid"):
-            vals = {4: [], 5: []}
-            for _ in range(3):
-                out = cp.zeros(b.sms * 8, dtype=cp.int64)
-                b.launch(f"s2r_q_{sr_label}", b.sms, 256, (out, sink, np.uint32(fill)), shared=16 * 1024)
-                b.sync()
-                o = out.get().reshape(b.sms, 8)
-                for w in (4, 5):
-                    vals[w].append(float(np.median(o[:, w])))
+            vals = _probe_medians(b, f"s2r_q_{sr_label}", lambda out, fill=fill: (out, sink, np.uint32(fill)), (4, 5),
+                                  16 * 1024)
             res["cases"][f"{sr_label}_fill_{fill_label}"] = {"w4_sp0_cycles": vals[4], "w5_sp1_cycles": vals[5]}
     return res
 

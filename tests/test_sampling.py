@@ -371,10 +371,10 @@ def test_sampled_extrapolation_respects_the_sms_stage_rates(monkeypatch):
     writes, `memory.dram.write_wait_spread`: detailed 149.5 k -> 151.4 k cycles, sampled 147.1 k -> 147.3 k;
     3.2% since DRAM reads spread over addresses, `memory.dram.read_spread_cycles`: detailed 153.2 k, sampled
     148.3 k: a CTA's 32 rows wait for the latest of their blocks, which the window's CTAs show less).
-    Run without `sm.thread_sreg_waits_for_mio`: with it new CTAs' S2Rs wait for the queued LDS, and the
-    CTAs' pace settles over tens of waves, more than sampled mode's 8 (detailed 174.3 k, sampled 157.7 k;
-    with 4 SMs at n = 512 sampled over 8 / 32 / all 128 waves 1,187 k / 1,216 k / 1,246 k against
-    detailed 1,237 k: README, what still misses), which is not what this test is about."""
+    Run without `sm.thread_sreg_waits_for_mio`: with it new CTAs' S2Rs wait for the queued LDS, and
+    detailed mode's 132 SMs finish their CTAs together, which the chip's CTA retirement queues (detailed
+    174.3 k, sampled 157.7 k; both 158.5 k with `cta_retire_cycles` 0: README, what still misses), which is
+    not what this test is about."""
     from gpusim.timing.gpu import GPU
 
     off = {"sm.thread_sreg_waits_for_mio": False}

@@ -20,7 +20,9 @@ where gpusim charges it:
   their sub-partition's queue or the MIO pipe (sts_32 rows: 14 and 719 warps per issue); on the H100
   also global accesses waiting for places that shared accesses hold in the queue both kinds share
   (`sm.shared_access_queue`; Nsight puts coalescedMultiply_padded's first LDG there,
-  validation/h100/micro/ncu_source_aat_h100.json).
+  validation/h100/micro/ncu_source_aat_h100.json), and S2Rs of per-thread registers (SR_TID, SR_LANEID,
+  SR_VIRTID) waiting for the SM's MIO queues to drain (`sm.thread_sreg_waits_for_mio`; Nsight puts a new
+  warp's first S2R SR_TID.X there, validation/h100/micro/ncu_source_tpose_h200.json).
 - lg_throttle: the local/global (LSU) instruction queue is full, or the LSU pipe is busy (ldg_ca32
   rows: 8 and 438 warps per issue with L1 hits; Nsight charges the pipe's back-pressure here, not
   to math_pipe_throttle).

@@ -4,7 +4,7 @@ validation/h200/<folder>/, measured by bench/micro/measure_specs.sh).
 
     python3 bench/micro/compare_specs.py cpasync [--only SPEC,...] [--set FIELD=VALUE ...]   # ~3 min on 2 cores
     python3 bench/micro/compare_specs.py ldsrate                                             # ~1 min
-    python3 bench/micro/compare_specs.py tpose                                               # ~3 min
+    python3 bench/micro/compare_specs.py tpose                                               # ~1 min
 
 For each spec (the folder's SPECS order, else alphabetical) and size: Nsight Compute's cycles
 (sm__cycles_elapsed.max, caches flushed) and gpusim's (`gpusim run --gpu h200`, cold L2; one-warp

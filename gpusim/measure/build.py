@@ -176,7 +176,7 @@ class CubinCache:
             self._nvcc_version = tool_version(self.nvcc) or "?"
         return self._nvcc_version
 
-    def key(self, src: Path, flags: list[str], instantiate: list[str] = ()) -> str:
+    def key(self, src: Path, flags: list[str], instantiate: tuple[str, ...] = ()) -> str:
         """Hash of the source, the headers beside it, the flags, the template instances and nvcc."""
         h = hashlib.sha256()
         for p in [src] + sorted(q for q in src.parent.iterdir() if q.suffix in (".h", ".cuh", ".hpp", ".inc")):
@@ -192,16 +192,16 @@ class CubinCache:
         src = Path(workload.source_path)
         flags = nvcc_flags(workload)
         self.directory.mkdir(parents=True, exist_ok=True)
-        key = self.key(src, flags, list(workload.instantiate))
+        key = self.key(src, flags, tuple(workload.instantiate))
         cubin = self.directory / f"{src.stem}-{key}.cubin"
-        unit = src
-        if workload.instantiate:  # the wrapper includes the source by its absolute path
-            unit = self.directory / f"{src.stem}-{key}.instances.cu"
-            unit.write_text(instantiation_source(workload))
+        # a spec with template instances compiles the wrapper, which includes the source by its absolute path
+        unit = self.directory / f"{src.stem}-{key}.instances.cu" if workload.instantiate else src
         command = (lambda out: [self.nvcc, f"-arch={ARCH}", *flags, "-o", str(out), str(unit)])
         cmd = command(cubin)
         cached = cubin.exists()
         if not cached:
+            if workload.instantiate:
+                unit.write_text(instantiation_source(workload))
             tmp = cubin.with_suffix(f".tmp{os.getpid()}.cubin")
             proc = subprocess.run(command(tmp), cwd=src.parent, capture_output=True, text=True)
             if proc.returncode != 0:

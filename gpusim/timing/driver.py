@@ -235,33 +235,27 @@ def time_streamed(wl, cfg, size: int, honour_control_codes: bool | None = None):
     return gpu.records_stream.checked_run(), inputs, result
 
 
-def buffer_bytes(wl, size: int) -> tuple[int, int]:
-    """(bytes of all the kernel's buffers, bytes of those it may write: all but `const` ones)."""
+def _buffers(wl, size: int):
+    """(argument, bytes) of each of the kernel's buffers."""
     from gpusim.workloads.spec import ELEMENT_BYTES
 
-    total = writable = 0
     for a in wl.args:
         if a.kind == "buffer":
             n = 1
             for d in wl.buffer_shape(a, size):
                 n *= d
-            total += n * ELEMENT_BYTES[a.dtype]
-            writable += 0 if a.const else n * ELEMENT_BYTES[a.dtype]
-    return total, writable
+            yield a, n * ELEMENT_BYTES[a.dtype]
+
+
+def buffer_bytes(wl, size: int) -> tuple[int, int]:
+    """(bytes of all the kernel's buffers, bytes of those it may write: all but `const` ones)."""
+    sizes = list(_buffers(wl, size))
+    return sum(n for _, n in sizes), sum(n for a, n in sizes if not a.const)
 
 
 def input_bytes(wl, size: int) -> int:
     """Bytes of the buffers the kernel reads (all but write-only outputs)."""
-    from gpusim.workloads.spec import ELEMENT_BYTES
-
-    total = 0
-    for a in wl.args:
-        if a.kind == "buffer" and not (a.output and a.init.kind == "poison"):
-            n = 1
-            for d in wl.buffer_shape(a, size):
-                n *= d
-            total += n * ELEMENT_BYTES[a.dtype]
-    return total
+    return sum(n for a, n in _buffers(wl, size) if not (a.output and a.init.kind == "poison"))
 
 
 # sampled mode simulates up to this many SMs side by side (sharing L2 and DRAM) while their traced

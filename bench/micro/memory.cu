@@ -1131,3 +1131,35 @@ extern "C" __global__ void s2r_probe(long long* out, unsigned* sink, int n) {
         if (u == 12345u) sink[0] = u;
     }
 }
+
+// ---- chase_sm: the latency of an n-line request, SM by SM -----------------------------------------------
+// One warp per CTA, one CTA per SM (grid = SM count). The CTAs in [from, from + count * every) whose index
+// minus `from` is a multiple of `every` chase: lanes < `lanes` take `steps` dependent loads (A is zeros), lane l
+// of CTA b at step s loading float b x cta + l x pitch + s x step (in floats): rows (pitch 2,048: rows 8 KiB
+// apart, step 32: the next line of the row, the l1rows rows_chase pattern) or lines (pitch 32: the lanes'
+// lines consecutive, step 1,024: the next 4 KiB), every load on a line no load of the launch touched before.
+// out[3 x CTA ..] = smid, the chase's cycles, whether it chased. Run cold (L2 flushed) or warm (the same
+// launch just before: L2 hits, L1 empty at the launch). Does a request of more lines take longer on every
+// SM (contention), on some SMs only (the SM's place), from L2 as from DRAM (the SM's side)?
+extern "C" __global__ void chase_sm(const float* __restrict__ A, long long* out, int steps, int lanes, int from,
+                                    int every, int count, long long cta, long long pitch, long long step) {
+    unsigned smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    const int b = blockIdx.x, lane = threadIdx.x & 31;
+    const bool on = b >= from && (b - from) % every == 0 && (b - from) / every < count;
+    const float* p = A + b * cta + lane * pitch;
+    int off = 0;
+    __syncwarp();
+    const long long t0 = clock64();
+    if (on && lane < lanes)
+#pragma unroll 1
+        for (int s = 0; s < steps; ++s) off = (int)p[s * step + off];
+    __syncwarp();
+    const long long t1 = clock64();
+    if (lane == 0) {
+        out[3 * b] = smid;
+        out[3 * b + 1] = t1 - t0;
+        out[3 * b + 2] = on ? 1 : 0;
+    }
+    if (off == 12345) out[0] = off;
+}

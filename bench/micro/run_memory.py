@@ -993,6 +993,53 @@ def m_partition(b: Bench) -> dict:
     return res
 
 
+def m_chase_sm(b: Bench) -> dict:
+    """The latency of an n-line request on each SM (`chase_sm`, memory.cu): one warp per SM chases 64
+    dependent loads whose n lanes each read a new line per step. Patterns: `rows` (lanes' lines 8 KiB apart,
+    the l1rows rows_chase pattern), `rows16k` (16 KiB apart, gemv_rowthread's rows at n = 4096), `lines`
+    (the n lines consecutive). Cold: a 256 MiB read (read_twice) before the launch leaves none of them in L2;
+    warm: the same launch just before (L2 hits; L1 starts empty). Alone: CTA t chases while the other SMs'
+    CTAs idle, t = 0 .. SMs - 1 (rows, n = 1 and 32); together: every SM, or 16 of them (every 8th CTA, or
+    CTAs 0-15) at once (three launches each). Cycles per step per CTA (smid)."""
+    cp, np = b.cp, b.np
+    steps, ctas = 64, b.sms
+    shapes = {"rows": (32 * 2048, 2048, 32), "rows16k": (32 * 4096, 4096, 32), "lines": (steps * 1024, 32, 1024)}
+    A = cp.zeros(ctas * 32 * 4096, dtype=cp.float32)
+    out = cp.zeros(3 * ctas, dtype=cp.int64)
+    n4 = (256 << 20) // 16
+    flush = cp.ones(n4 * 4, dtype=cp.float32)
+    sink = cp.zeros(1, dtype=cp.float32)
+    res = {"method": f"chase_sm: grid {ctas} x 32 threads, {steps} dependent steps, lanes < n chase, lane l of CTA b "
+                     "at step s reads float b*cta + l*pitch + s*step (floats): " +
+                     ", ".join(f"{k} {v}" for k, v in shapes.items()) + "; cold: a 256 MiB read_twice before the "
+                     "launch, warm: the same launch before it; cycles per step (clock64 around the chase)",
+           "steps": steps, "cases": {}}
+
+    def launch(shape, lanes, frm, every, count, warm=False):
+        args = (A, out, np.int32(steps), np.int32(lanes), np.int32(frm), np.int32(every), np.int32(count),
+                *(np.int64(v) for v in shapes[shape]))
+        b.launch("read_twice", 8 * ctas, 256, (flush, sink, np.int64(n4)))
+        if warm:
+            b.launch("chase_sm", ctas, 32, args)
+        b.launch("chase_sm", ctas, 32, args)
+        b.sync()
+        o = out.get().reshape(ctas, 3)
+        return [{"cta": int(t), "smid": int(o[t, 0]), "cycles_per_step": round(int(o[t, 1]) / steps, 1)}
+                for t in range(ctas) if o[t, 2]]
+
+    for lanes in (1, 32):
+        res["cases"][f"rows_alone_n{lanes}"] = [launch("rows", lanes, t, 1, 1)[0] for t in range(ctas)]
+    for shape, ns in (("rows", (1, 2, 4, 8, 12, 16, 20, 24, 28, 32)), ("rows16k", (1, 8, 16, 32)),
+                      ("lines", (1, 4, 8, 16, 24, 32))):
+        for lanes in ns:
+            res["cases"][f"{shape}_all_n{lanes}"] = [launch(shape, lanes, 0, 1, ctas) for _ in range(3)]
+            res["cases"][f"{shape}_warm_all_n{lanes}"] = [launch(shape, lanes, 0, 1, ctas, True) for _ in range(3)]
+    for lanes in (1, 32):
+        res["cases"][f"rows_every8_n{lanes}"] = [launch("rows", lanes, 0, 8, 16) for _ in range(3)]
+        res["cases"][f"rows_first16_n{lanes}"] = [launch("rows", lanes, 0, 1, 16) for _ in range(3)]
+    return res
+
+
 def m_launch(b: Bench) -> dict:
     cp, np = b.cp, b.np
     res = {"method": "empty kernel, CUDA events around one launch, median of 30 after 5 warm-up", "cases": {}}
@@ -1166,7 +1213,7 @@ def main() -> int:
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--ncu-only", default="", help="with --ncu: 'wrap' profiles only the wrapped-load kernels, 'burst' only mix_burst's LDG warps and pair_probe, 'l1wf' only the l1p kernels (data-stage wavefronts)")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
-    ap.add_argument("--only", default="", help="comma list: ldg,wrap,scatter,partition,stream,stg,stg_scatter,sts,lds,align,s2r,issue,issue4,xq,order,dstage,issue_st,war,st_order,mix,mix2,mix3,pace,burst,launch,bandwidth")
+    ap.add_argument("--only", default="", help="comma list: ldg,bcast,wrap,scatter,partition,stream,stg,stg_scatter,sts,lds,align,s2r,issue,mioq,s2rq,chase_sm,issue4,xq,order,dstage,issue_st,war,st_order,mix,mix2,mix3,pace,burst,launch,bandwidth")
     args = ap.parse_args()
     if args.ncu_child:
         ncu_child(args.ncu_child, args.ncu_only)
@@ -1184,7 +1231,7 @@ def main() -> int:
     R = {"meta": run_meta(comp, errors), "sass_counts": counts, "errors": errors}
     b = Bench(comp["cubin"])
     b.launch("empty", 1, 32, (b.np.uint64(0),))
-    groups = {"ldg": m_ldg_rates, "bcast": m_bcast, "wrap": m_wrap, "scatter": m_scatter, "partition": m_partition, "stream": m_stream, "stg": m_stg, "stg_scatter": m_stg_scatter, "sts": m_sts, "lds": m_lds, "align": m_align, "s2r": m_s2r, "issue": m_issue, "mioq": m_mioq, "s2rq": m_s2rq,
+    groups = {"ldg": m_ldg_rates, "bcast": m_bcast, "wrap": m_wrap, "scatter": m_scatter, "partition": m_partition, "stream": m_stream, "stg": m_stg, "stg_scatter": m_stg_scatter, "sts": m_sts, "lds": m_lds, "align": m_align, "s2r": m_s2r, "issue": m_issue, "mioq": m_mioq, "s2rq": m_s2rq, "chase_sm": m_chase_sm,
               "issue4": m_issue4, "xq": m_xq, "order": m_order, "dstage": m_dstage, "issue_st": m_issue_st, "war": m_war, "st_order": m_st_order, "mix": m_mix, "mix2": m_mix2, "mix3": m_mix3, "pace": m_pace, "burst": m_burst,
               "launch": m_launch, "bandwidth": m_bandwidth_events}
     only = {s for s in args.only.split(",") if s}

@@ -209,11 +209,13 @@ def test_unknown_card():
     ("rs.yaml", "extends: h100\ncard: rs\nmemory:\n  dram:\n    read_spread_bytes: 1000\n", "memory.dram"),
     ("rw.yaml", "extends: h100\ncard: rw\nmemory:\n  dram:\n    read_spread_cycles: -450\n",
      "memory.dram.read_spread_cycles"),
+    ("rwide.yaml", "extends: h100\ncard: rwide\nmemory:\n  dram:\n    read_spread_cycles: 1200\n", "memory.dram"),
     ("cw.yaml", "extends: h100\ncard: cw\nsm:\n  shared_memory:\n    l1_copy_wavefronts: -1.6\n",
      "sm.shared_memory.l1_copy_wavefronts"),
 ], ids=["unknown-field", "wrong-type", "data-stage-not-shared-or-booked", "tag-rate-not-positive",
         "cta-launch-negative", "dram-write-spread-above-one", "shared-queue-not-boolean", "cta-retire-negative", "dram-rho-max-not-below-one",
         "dram-write-wait-negative", "dram-read-spread-block-not-power-of-two", "dram-read-spread-negative",
+        "dram-read-spread-over-a-third-of-latency",
         "copy-wavefronts-negative"])
 def test_bad_field_is_one_line_naming_file_and_path(tmp_path, name, text, path):
     p = _write(tmp_path, name, text)

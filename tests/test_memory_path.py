@@ -894,25 +894,33 @@ def test_dram_write_wait_spreads_over_lines_with_its_mean():
     assert np.ptp(halves.reshape(-1, 8), axis=1).mean() == pytest.approx(0.5 * 2.59 * mean, rel=0.05)
 
 
-def test_dram_read_latency_spreads_over_blocks_with_its_mean():
-    """memory.dram.read_spread_cycles W (GH100 450, read_spread_bytes 2048; bench/micro/l1rows on an H200:
-    a request's lines from DRAM take longer the more 2 KiB blocks they fall in): each DRAM read arrives
-    W x (u - 1/2) later, u uniform and the same for every sector of a block, so the mean latency is
-    unchanged and a request over k blocks waits for the latest of k draws, about W x (k / (k + 1) - 1/2)
-    more. Only reads that move DRAM bytes draw: sampled mode's misses that stand for another SM's fill
-    (`Dram.wait` alone) keep the mean."""
+def test_dram_read_latency_spreads_over_blocks_and_cycles_with_its_mean():
+    """memory.dram.read_spread_cycles S (GH100 175, read_spread_bytes 2048; bench/micro/run_memory.py
+    --only chase_sm on an H200: a request's lines from DRAM take longer the more 2 KiB blocks they fall
+    in, on every SM alike): each DRAM read arrives S x z later, z a standard normal draw that is the same
+    for every sector of a block read at one cycle and drawn again at another, so the mean latency is
+    unchanged and a request over k blocks waits for the latest of k draws (about 2.0 S for k = 32). Only
+    reads that move DRAM bytes draw: sampled mode's misses that stand for another SM's fill (`Dram.wait`
+    alone) keep the mean."""
+    import statistics
+
     import numpy as np
 
     from gpusim.timing.mem.dram import Dram, jitter
 
     shift = 6  # 2 KiB blocks of 32-byte sectors
-    assert jitter(64 * 5, shift) == jitter(64 * 5 + 63, shift) != jitter(64 * 6, shift)
-    spread, plain = (Dram(1e9, 700, read_spread=w, spread_shift=shift) for w in (450.0, 0.0))
+    assert jitter(64 * 5, shift, 100.0) == jitter(64 * 5 + 63, shift, 100.0) != jitter(64 * 6, shift, 100.0)
+    again = np.array([jitter(64 * 5, shift, float(t)) for t in range(4096)])  # one block, read at 4,096 cycles
+    assert abs(again.mean()) < 0.1 and again.std() == pytest.approx(1.0, abs=0.1)
+    spread, plain = (Dram(1e9, 700, read_spread=w, spread_shift=shift) for w in (175.0, 0.0))
     late = np.array([spread.read(0.0, 32, 0.0, 64 * b) - plain.read(0.0, 32, 0.0, 64 * b) for b in range(1 << 15)])
-    assert late.mean() == pytest.approx(0.0, abs=3.0) and late.min() >= -225 and late.max() < 225
+    assert late.mean() == pytest.approx(0.0, abs=3.0) and late.std() == pytest.approx(175.0, rel=0.03)
+    rng = np.random.default_rng(0)
     for k in (1, 4, 32):
         latest = late[: (len(late) // k) * k].reshape(-1, k).max(axis=1).mean()
-        assert latest == pytest.approx(450.0 * (k / (k + 1) - 0.5), abs=5.0)
+        normal = rng.standard_normal((20000, k)).max(axis=1).mean()  # E[max of k standard normals]
+        assert latest == pytest.approx(175.0 * normal, abs=8.0)
+    assert statistics.NormalDist().cdf(late.max() / 175.0) > 0.99  # a table of quantiles: bounded tails
     assert spread.wait(0.0, 64 * 3) == 0.0  # the load and write terms alone
 
 

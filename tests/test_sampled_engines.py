@@ -41,9 +41,9 @@ CASES = {
     "hopper-write-wait": ("copy_float4", "h100", 512, {"memory.l2.effective_size_bytes": 65536,
                                                        "memory.l2.dirty_limit_bytes": 16384,
                                                        "memory.dram.write_wait_cycles": 5000.0}, sampling.KEEP_HEAD),
-    # the read latency's spread over 2 KiB blocks made wide (memory.dram.read_spread_cycles; GH100 450): the naive
-    # SGEMM's 32-line loads of A wait for the latest of their blocks' draws
-    "hopper-read-spread": ("sgemm_naive_rowmajor", "h100", 256, {"memory.dram.read_spread_cycles": 1200.0}, sampling.KEEP_HEAD),
+    # the read latency's spread over 2 KiB blocks and cycles made wide (memory.dram.read_spread_cycles; GH100 175,
+    # at most a third of the latency): the naive SGEMM's 32-line loads of A wait for the latest of their blocks' draws
+    "hopper-read-spread": ("sgemm_naive_rowmajor", "h100", 256, {"memory.dram.read_spread_cycles": 225.0}, sampling.KEEP_HEAD),
     # the same with all of the write wait drawn per line (memory.dram.write_wait_spread; GH100 0.5)
     "hopper-write-spread": ("copy_float4", "h100", 512, {"memory.l2.effective_size_bytes": 65536,
                                                          "memory.l2.dirty_limit_bytes": 16384, "memory.dram.write_wait_cycles": 5000.0,

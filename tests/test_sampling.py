@@ -36,8 +36,15 @@ TOLERANCE = {
     # one wave of 16 CTAs on 16 SMs that fetch their first tiles together: in detailed mode the SMs that
     # share a line wait for its fill, DRAM latency spread included (`memory.dram.read_spread_cycles`), where
     # sampled mode's misses that stand for such sharers wait the mean latency (only reads that move DRAM
-    # bytes draw: drawn for all of them, the A x B^T naive SGEMM's first wave came out 50% long). -4.4%
-    ("sgemm_maxas_64", "h100", 256): 0.05,
+    # bytes draw: drawn for all of them, the A x B^T naive SGEMM's first wave came out 50% long). -4.4% with
+    # the draw uniform over 450 cycles and fixed per block; -7.7% since it is normal (sd 175) and drawn per
+    # access (bench/micro/run_memory.py --only chase_sm): a sharer's 32-line request waits for the latest of
+    # 32 fills, about 2 sd, where a stand-in waits the mean
+    ("sgemm_maxas_64", "h100", 256): 0.08,
+    # the same, smaller: +2.3% / -3.8% since the per-access draw (were within 2%; -1.5% / +2.1% with it at
+    # sd 130, 0.1 / 0.6% without any spread)
+    ("coalescedMultiply", "h100", 256): 0.03,
+    ("dgemm_unroll_db_128b", "h100", 512): 0.04,
 }
 
 
@@ -380,7 +387,7 @@ def test_sampled_extrapolation_respects_the_sms_stage_rates(monkeypatch):
     off = {"sm.thread_sreg_waits_for_mio": False}
     detailed = run_workload("transpose_smem", "h100", 1024, overrides=off).cycles
     sampled = run_workload("transpose_smem", "h100", 1024, mode="sampled", overrides=off).cycles
-    assert abs(sampled / detailed - 1) < 0.035
+    assert abs(sampled / detailed - 1) < 0.05  # (4.6% since DRAM reads draw their spread per access)
     monkeypatch.setattr(GPU, "_stage_floor", lambda self, n: 0.0)
     assert run_workload("transpose_smem", "h100", 1024, mode="sampled", overrides=off).cycles < 0.99 * detailed
 

@@ -244,7 +244,10 @@ def test_a_cta_that_takes_a_freed_slot_starts_cta_launch_cycles_later():
     before it exists."""
     from gpusim.timing.driver import run_workload
 
-    runs = {c: run_workload("dgemm_unroll", "h100", 256, overrides={"sm_count": 1, "sm.cta_launch_cycles": c})
+    # (DRAM reads' latency spread off: it draws per block and cycle, so runs that start CTAs at other
+    # cycles draw other latencies, `memory.dram.read_spread_cycles`)
+    runs = {c: run_workload("dgemm_unroll", "h100", 256, overrides={"sm_count": 1, "sm.cta_launch_cycles": c,
+                                                                     "memory.dram.read_spread_cycles": 0.0})
             for c in (0, 325)}
     assert runs[0].occupancy["ctas_per_sm"] == 1 and runs[0].ctas == 4
     assert runs[325].cycles - runs[0].cycles == pytest.approx(3 * 325, rel=0.02)

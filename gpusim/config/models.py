@@ -301,10 +301,11 @@ class DramConfig(_Model):
     reads wait long and most little, as reads that meet a DRAM channel busy with writes would. 0: every
     read waits the mean."""
     read_spread_cycles: float = Field(default=0.0, ge=0)
-    """Width W of the spread of a read's latency over addresses: a read of a line waits W x (u - 1/2)
-    cycles more, u uniform in [0, 1) fixed by a hash of its `read_spread_bytes` block
-    (`gpusim.timing.mem.dram.jitter`), so the mean latency is unchanged and a request waiting for lines
-    of k blocks waits for the slowest. 0: every read takes the latency."""
+    """Standard deviation of the spread of a read's latency: a read waits this x z cycles more, z a standard
+    normal draw fixed by a hash of its `read_spread_bytes` block and of the cycle it is booked
+    (`gpusim.timing.mem.dram.jitter`), so the mean latency is unchanged, a request waiting for lines of k
+    blocks waits for the slowest of k draws, and a block read again draws again. 0: every read takes the
+    latency."""
     read_spread_bytes: int = Field(default=1024, ge=32)
     """The blocks whose lines share one latency draw (`read_spread_cycles`): a power of two."""
     turnaround: float = Field(default=0.0, ge=0)
@@ -323,6 +324,9 @@ class DramConfig(_Model):
         v = self.read_spread_bytes
         if v & (v - 1):
             raise ValueError(f"read_spread_bytes must be a power of two (bytes of a block sharing one latency draw), got {v}")
+        if 3 * self.read_spread_cycles > self.latency_cycles:
+            raise ValueError(f"read_spread_cycles must be at most a third of latency_cycles ({self.latency_cycles:g}): a read's "
+                             f"draw reaches 3 standard deviations below the mean latency, got {self.read_spread_cycles:g}")
         return self
 
 

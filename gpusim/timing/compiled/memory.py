@@ -254,7 +254,7 @@ def dram_tick(m, now):
 
 
 spread = njit(dram.spread)  # the exponential draw (mean 1) of a sector's line: the object model's function
-jitter = njit(dram.jitter)  # the read latency's draw of a sector's block: the object model's function
+jitter = njit(dram.jitter)  # the read latency's draw of a sector's block and cycle: the object model's function
 
 
 @njit
@@ -284,7 +284,7 @@ def dram_read(m, now, nbytes, start, sector):
         dram_tick(m, now)
         m.dram_cur_r += nbytes
     t = dram_serve(m, now, nbytes)
-    scatter = m.dram_rspread * jitter(sector, m.dram_rshift) if m.dram_rspread > 0 else 0.0
+    scatter = m.dram_rspread * jitter(sector, m.dram_rshift, now) if m.dram_rspread > 0 else 0.0
     return (t if t > start else start) + m.dram_latency + dram_wait(m, now, sector) + scatter
 
 

@@ -5,6 +5,7 @@ more where reads share it (`memory.dram.turnaround`, `Dram.write`)."""
 from __future__ import annotations
 
 import math
+import statistics
 
 import numpy as np
 
@@ -27,17 +28,26 @@ def spread(sector: int) -> float:
     return float(SPREAD[((x >> 16) ^ x) & 0xFF])
 
 
-def jitter(sector: int, shift: int) -> float:
-    """u - 1/2, u uniform in [0, 1) fixed by a hash of the sector's block of 2^shift sectors
-    (`memory.dram.read_spread_bytes`; the compiled engine runs this function through numba). A DRAM
-    read arrives `read_spread_cycles` x this later, so a request waits for the slowest of its blocks.
-    H200 (validation/h200/l1rows/, bench/micro/l1rows/): one warp chasing loads whose n lanes read n
-    new lines 8 KiB apart takes 680 / 818 / 947 cycles a step for n = 1 / 4 / 32, n consecutive lines
-    676 / 708 / 806: latencies spread over ~450 cycles, one draw per 2 KiB."""
-    x = (sector >> shift) & 0xFFFFFFFF
+# `memory.dram.read_spread_cycles`: 256 quantiles of a standard normal (mean 0, standard deviation 1 over
+# the table), one per hash bucket of a read's block and cycle (`jitter`)
+NORMAL = np.array([statistics.NormalDist().inv_cdf((i + 0.5) / 256) for i in range(256)])
+NORMAL = (NORMAL - NORMAL.mean()) / NORMAL.std()
+
+
+def jitter(sector: int, shift: int, now: float) -> float:
+    """A standard normal draw (mean 0, sd 1) fixed by a hash of the sector's block of 2^shift sectors
+    (`memory.dram.read_spread_bytes`) and of the cycle the read is booked (the compiled engine runs this
+    function through numba). A DRAM read arrives `read_spread_cycles` x this later, so a request waits for
+    the slowest of its blocks, and the same block read at another cycle draws again. H200
+    (validation/h100/micro/memory32_h200.json `chase_sm`, bench/micro/run_memory.py --only chase_sm): a warp's
+    request of n lines, each 8 KiB from the next, takes per SM (medians over the 132) 713 / 825-851 /
+    898-933 / 942-976 / 976-1,035 / 1,139-1,162 cycles for n = 1 / 2 / 4 / 8 / 16 / 32 from DRAM, where from L2
+    it takes 333-412: the growth is DRAM's, the same on every SM whether the others chase or idle, and
+    n consecutive lines grow far less (715-752 at n = 1, 888-938 at 32)."""
+    x = ((sector >> shift) ^ (int(now) * 0x9E3779B1)) & 0xFFFFFFFF
     x = ((x >> 16) ^ x) * 0x45D9F3B & 0xFFFFFFFF
     x = ((x >> 16) ^ x) * 0x45D9F3B & 0xFFFFFFFF
-    return (((x >> 16) ^ x) & 0xFFFF) / 65536.0 - 0.5
+    return float(NORMAL[((x >> 16) ^ x) & 0xFF])
 
 
 class BandwidthQueue:
@@ -85,11 +95,12 @@ class Dram:
             self._tick(now)
             self.current_r += nbytes
         t = self.serve(now, nbytes)
-        return (t if t > start else start) + self.latency + self.wait(now, sector) + self.scatter(sector)
+        return (t if t > start else start) + self.latency + self.wait(now, sector) + self.scatter(sector, now)
 
-    def scatter(self, sector: int) -> float:
-        """Cycles a read of `sector` arrives after the mean latency (`jitter`, `memory.dram.read_spread_cycles`)."""
-        return self.read_spread * jitter(sector, self.spread_shift) if self.read_spread > 0 else 0.0
+    def scatter(self, sector: int, now: float) -> float:
+        """Cycles a read of `sector` booked at `now` arrives after the mean latency (`jitter`,
+        `memory.dram.read_spread_cycles`)."""
+        return self.read_spread * jitter(sector, self.spread_shift, now) if self.read_spread > 0 else 0.0
 
     def write(self, now: float, nbytes: int) -> float:
         """A write-back booked at `now`: it takes bandwidth, and where reads share DRAM (`turnaround` t > 0)

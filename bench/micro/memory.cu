@@ -1163,3 +1163,90 @@ extern "C" __global__ void chase_sm(const float* __restrict__ A, long long* out,
     }
     if (off == 12345) out[0] = off;
 }
+
+// ---- hit_behind_miss: does an L1 hit wait for an earlier miss of the same warp? -----------------------------
+// One warp per CTA, one CTA per SM. The lanes first load their hit line(s) and wait for them (L1 now holds
+// them: `hit_lines` 32 consecutive lines, one a lane, or 1 line all lanes read). Then, after a clock read,
+// one load that misses to DRAM (`miss_lines` 32 rows 8 KiB apart, one a lane, or 1 line; 0: none), a clock
+// read whose value (and `zero`, 0 at run time) the hit addresses take, so that ptxas keeps them after the
+// miss, then `hits` loads of the hit line(s), then the hits' values are used (clock), then the miss's
+// (clock). out[4 x CTA ..] = smid, cycles to the hits' use, cycles to the miss's use. If hits return in
+// their own time, the first is about an L1 hit whatever the miss; if a warp's loads return in order, it is
+// the miss's latency. `_nc`: the loads as .nc (LDG.E.CONSTANT); `_cg`: as .cg (L2 only; the hits are L2 hits).
+#define HIT_BEHIND_MISS(NAME, Q)                                                                               \
+extern "C" __global__ void hit_behind_miss##NAME(const float* __restrict__ M, const float* H, long long* out,  \
+                                           int miss_lines, int hits, int hit_lines, long long zero) {          \
+    unsigned smid;                                                                                             \
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));                                                          \
+    const int b = blockIdx.x, lane = threadIdx.x & 31;                                                         \
+    const float* h = H + (long long)b * 1024 + (hit_lines == 32 ? lane * 32 : 0);                              \
+    const float* m = M + (long long)b * 32 * 2048 + (miss_lines == 32 ? lane * 2048 : 0);                      \
+    float w, a = 0.f, x, u;                                                                                    \
+    asm volatile("ld.global." Q ".f32 %0, [%1];" : "=f"(w) : "l"(h) : "memory");                               \
+    asm volatile("add.f32 %0, %1, 0f00000000;" : "=f"(u) : "f"(w));                                            \
+    __syncwarp();                                                                                              \
+    const long long t0 = clk();                                                                                \
+    if (miss_lines > 0) asm volatile("ld.global." Q ".f32 %0, [%1];" : "=f"(a) : "l"(m) : "memory");           \
+    const long long tm = clk();                                                                                \
+    const float* hz = h + (tm & zero);                                                                         \
+_Pragma("unroll")                                                                                                \
+    for (int k = 0; k < 16; ++k)                                                                               \
+        if (k < hits) {                                                                                        \
+            asm volatile("ld.global." Q ".f32 %0, [%1];" : "=f"(x) : "l"(hz + k * 0) : "memory");              \
+            asm volatile("add.f32 %0, %1, %2;" : "=f"(w) : "f"(x), "f"(w));                                    \
+        }                                                                                                      \
+    asm volatile("add.f32 %0, %1, %2;" : "=f"(u) : "f"(w), "f"(u));                                            \
+    const long long t1 = clk();                                                                                \
+    asm volatile("add.f32 %0, %1, %2;" : "=f"(u) : "f"(a), "f"(u));                                            \
+    const long long t2 = clk();                                                                                \
+    if (lane == 0) {                                                                                           \
+        out[4 * b] = smid;                                                                                     \
+        out[4 * b + 1] = t1 - t0;                                                                              \
+        out[4 * b + 2] = t2 - t0;                                                                              \
+    }                                                                                                          \
+    if (u == 12345.f) out[4 * b + 3] = 1;                                                                      \
+}
+HIT_BEHIND_MISS(, "ca")      // L1-cached (LDG.E.STRONG.SM)
+HIT_BEHIND_MISS(_nc, "nc")   // the non-coherent path const __restrict__ code takes (LDG.E.CONSTANT)
+HIT_BEHIND_MISS(_cg, "cg")   // L2 only: the "hits" are L2 hits
+
+// hit_behind_miss_w: the same across warps. One CTA of 256 threads per SM; after the hit lines are in L1 and a
+// barrier, warp 0 issues the miss (`miss_lines` 32 rows 8 KiB apart, or 1 line) and uses it, and warp
+// `hit_warp` (same sub-partition as warp 0 if it is 4, another if 1), 64 cycles later, issues `hits` loads of
+// its hit line(s) and uses them. out[4 x CTA ..] = smid, the hit warp's cycles to its use, the miss warp's.
+extern "C" __global__ void hit_behind_miss_w(const float* __restrict__ M, const float* H, long long* out,
+                                             int miss_lines, int hits, int hit_lines, int hit_warp) {
+    unsigned smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    const int b = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const float* h = H + (long long)b * 1024 + (hit_lines == 32 ? lane * 32 : 0);
+    const float* m = M + (long long)b * 32 * 2048 + (miss_lines == 32 ? lane * 2048 : 0);
+    float w, x, u;
+    asm volatile("ld.global.ca.f32 %0, [%1];" : "=f"(w) : "l"(h) : "memory");
+    asm volatile("add.f32 %0, %1, 0f00000000;" : "=f"(u) : "f"(w));
+    __syncthreads();
+    const long long t0 = clk();
+    if (warp == 0) {
+        asm volatile("ld.global.ca.f32 %0, [%1];" : "=f"(x) : "l"(m) : "memory");
+        asm volatile("add.f32 %0, %1, %2;" : "=f"(u) : "f"(x), "f"(u));
+        const long long t2 = clk();
+        if (lane == 0) out[4 * b + 2] = t2 - t0;
+    } else if (warp == hit_warp) {
+        while (clk() - t0 < 64) {
+        }
+        const long long ts = clk();
+#pragma unroll
+        for (int k = 0; k < 16; ++k)
+            if (k < hits) {
+                asm volatile("ld.global.ca.f32 %0, [%1];" : "=f"(x) : "l"(h + (ts & 0) + k * 0) : "memory");
+                asm volatile("add.f32 %0, %1, %2;" : "=f"(w) : "f"(x), "f"(w));
+            }
+        asm volatile("add.f32 %0, %1, %2;" : "=f"(u) : "f"(w), "f"(u));
+        const long long t1 = clk();
+        if (lane == 0) {
+            out[4 * b] = smid;
+            out[4 * b + 1] = t1 - t0;
+        }
+    }
+    if (u == 12345.f) out[4 * b + 3] = 1;
+}

@@ -1040,6 +1040,66 @@ def m_chase_sm(b: Bench) -> dict:
     return res
 
 
+def m_hbm(b: Bench) -> dict:
+    """Does an L1 hit wait for an earlier miss of the same warp (`hit_behind_miss`, memory.cu)? One warp per
+    SM loads its hit line(s) into L1, then issues one load that misses to DRAM (32 rows 8 KiB apart, 1 line,
+    or none) and K loads of the hit line(s) (32 consecutive lines, or 1), and times the use of the hits and
+    then of the miss from before the miss; `w<W>_*`: the miss in warp 0, the hits in warp W of the same CTA
+    (4: the same sub-partition, 1: another) 64 cycles later (`hit_behind_miss_w`). A 256 MiB read before each launch (three launches); medians
+    over the SMs."""
+    cp, np = b.cp, b.np
+    ctas = b.sms
+    M = cp.zeros(ctas * 32 * 2048, dtype=cp.float32)
+    H = cp.zeros(ctas * 1024, dtype=cp.float32)
+    out = cp.zeros(4 * ctas, dtype=cp.int64)
+    n4 = (256 << 20) // 16
+    flush = cp.ones(n4 * 4, dtype=cp.float32)
+    sink = cp.zeros(1, dtype=cp.float32)
+    res = {"method": "hit_behind_miss: grid SMs x 32 threads; hit lines loaded and waited for, then clock, one miss "
+                     "load (miss_lines: 32 rows 8 KiB apart / 1 line / none), clock, K hit loads (.ca), use of the hits "
+                     "(clock), use of the miss (clock); 256 MiB read_twice before each launch; medians over SMs",
+           "cases": {}}
+    for miss in (0, 1, 32):
+        for hit_lines in (1, 32):
+            for hits in (1, 8, 15):
+                runs = []
+                for _ in range(3):
+                    b.launch("read_twice", 8 * ctas, 256, (flush, sink, np.int64(n4)))
+                    b.launch("hit_behind_miss", ctas, 32, (M, H, out, np.int32(miss), np.int32(hits), np.int32(hit_lines),
+                                                             np.int64(0)))
+                    b.sync()
+                    o = out.get().reshape(ctas, 4)
+                    runs.append({"hit_use": float(np.median(o[:, 1])), "miss_use": float(np.median(o[:, 2]))})
+                res["cases"][f"miss{miss}_hitlines{hit_lines}_k{hits}"] = runs
+    # the other load paths: .nc (LDG.E.CONSTANT) and .cg (L2 only: its "hits" are L2 hits)
+    for kind in ("nc", "cg"):
+        for miss in (0, 32):
+            for hit_lines, hits in ((1, 1), (32, 1), (32, 8)):
+                runs = []
+                for _ in range(3):
+                    b.launch("read_twice", 8 * ctas, 256, (flush, sink, np.int64(n4)))
+                    b.launch(f"hit_behind_miss_{kind}", ctas, 32, (M, H, out, np.int32(miss), np.int32(hits),
+                                                                  np.int32(hit_lines), np.int64(0)))
+                    b.sync()
+                    o = out.get().reshape(ctas, 4)
+                    runs.append({"hit_use": float(np.median(o[:, 1])), "miss_use": float(np.median(o[:, 2]))})
+                res["cases"][f"{kind}_miss{miss}_hitlines{hit_lines}_k{hits}"] = runs
+    # across warps (`hit_behind_miss_w`): warp 0 misses, warp 4 (its sub-partition) or 1 (another) hits 64 cycles later
+    for miss in (1, 32):
+        for hit_warp in (1, 4):
+            for hit_lines, hits in ((1, 1), (32, 1), (32, 8)):
+                runs = []
+                for _ in range(3):
+                    b.launch("read_twice", 8 * ctas, 256, (flush, sink, np.int64(n4)))
+                    b.launch("hit_behind_miss_w", ctas, 256, (M, H, out, np.int32(miss), np.int32(hits), np.int32(hit_lines),
+                                                              np.int32(hit_warp)))
+                    b.sync()
+                    o = out.get().reshape(ctas, 4)
+                    runs.append({"hit_use": float(np.median(o[:, 1])), "miss_use": float(np.median(o[:, 2]))})
+                res["cases"][f"w{hit_warp}_miss{miss}_hitlines{hit_lines}_k{hits}"] = runs
+    return res
+
+
 def m_launch(b: Bench) -> dict:
     cp, np = b.cp, b.np
     res = {"method": "empty kernel, CUDA events around one launch, median of 30 after 5 warm-up", "cases": {}}
@@ -1213,7 +1273,7 @@ def main() -> int:
     ap.add_argument("--ncu-child", metavar="CUBIN", help=argparse.SUPPRESS)
     ap.add_argument("--ncu-only", default="", help="with --ncu: 'wrap' profiles only the wrapped-load kernels, 'burst' only mix_burst's LDG warps and pair_probe, 'l1wf' only the l1p kernels (data-stage wavefronts)")
     ap.add_argument("--nvcc", default=os.environ.get("GPUSIM_NVCC13") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
-    ap.add_argument("--only", default="", help="comma list: ldg,bcast,wrap,scatter,partition,stream,stg,stg_scatter,sts,lds,align,s2r,issue,mioq,s2rq,chase_sm,issue4,xq,order,dstage,issue_st,war,st_order,mix,mix2,mix3,pace,burst,launch,bandwidth")
+    ap.add_argument("--only", default="", help="comma list: ldg,bcast,wrap,scatter,partition,stream,stg,stg_scatter,sts,lds,align,s2r,issue,mioq,s2rq,chase_sm,hbm,issue4,xq,order,dstage,issue_st,war,st_order,mix,mix2,mix3,pace,burst,launch,bandwidth")
     args = ap.parse_args()
     if args.ncu_child:
         ncu_child(args.ncu_child, args.ncu_only)
@@ -1231,7 +1291,7 @@ def main() -> int:
     R = {"meta": run_meta(comp, errors), "sass_counts": counts, "errors": errors}
     b = Bench(comp["cubin"])
     b.launch("empty", 1, 32, (b.np.uint64(0),))
-    groups = {"ldg": m_ldg_rates, "bcast": m_bcast, "wrap": m_wrap, "scatter": m_scatter, "partition": m_partition, "stream": m_stream, "stg": m_stg, "stg_scatter": m_stg_scatter, "sts": m_sts, "lds": m_lds, "align": m_align, "s2r": m_s2r, "issue": m_issue, "mioq": m_mioq, "s2rq": m_s2rq, "chase_sm": m_chase_sm,
+    groups = {"ldg": m_ldg_rates, "bcast": m_bcast, "wrap": m_wrap, "scatter": m_scatter, "partition": m_partition, "stream": m_stream, "stg": m_stg, "stg_scatter": m_stg_scatter, "sts": m_sts, "lds": m_lds, "align": m_align, "s2r": m_s2r, "issue": m_issue, "mioq": m_mioq, "s2rq": m_s2rq, "chase_sm": m_chase_sm, "hbm": m_hbm,
               "issue4": m_issue4, "xq": m_xq, "order": m_order, "dstage": m_dstage, "issue_st": m_issue_st, "war": m_war, "st_order": m_st_order, "mix": m_mix, "mix2": m_mix2, "mix3": m_mix3, "pace": m_pace, "burst": m_burst,
               "launch": m_launch, "bandwidth": m_bandwidth_events}
     only = {s for s in args.only.split(",") if s}

@@ -34,6 +34,9 @@ step $PY bench/micro/run_memory.py --only bandwidth --ncu --out "$OUT/memory_l2_
 # the MIO queue's pool and the S2R wait behind it (bench/micro/README.md mioq, s2rq); the transpose skeletons
 # (records to validation/h100/tpose/) and their Nsight source page
 step $PY bench/micro/run_memory.py --only mioq,s2rq --out "$OUT/memory29_h100.json"
+# the read latency's spread SM by SM (memory.dram.read_spread_cycles) and a warp's loads returning in order
+# (sm.global_loads_return_in_order): chase_sm, hbm
+step $PY bench/micro/run_memory.py --only chase_sm,hbm --out "$OUT/memory32_h100.json"
 step bash bench/micro/measure_specs.sh "$OUT/tpose" bench/micro/tpose/*.yaml
 step $PY bench/micro/ncu_source.py --out "$OUT/tpose_source" --only tp_lds_1024,tp_l2_1024,tp_dram_1024
 # the suite's L2 sources (near/far partition traffic) on the card it is judged on

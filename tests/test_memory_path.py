@@ -1007,21 +1007,3 @@ def test_s2r_of_a_thread_register_waits_for_the_mio_queues():
     without = run_workload("transpose_smem", "h100", 256, overrides={**few, "sm.thread_sreg_waits_for_mio": False})
     assert s2r_mio(without) == 0 and s2r_mio(on) > 0.05 * sum(on.stalls.values())
     assert on.cycles > without.cycles
-
-
-@pytest.mark.parametrize("engine", ["compiled", "objects"])
-def test_a_warps_loads_hand_it_their_data_in_issue_order(engine, monkeypatch):
-    """sm.global_loads_return_in_order (GH100; H200 `hbm`, validation/h100/micro/memory33_h200.json: a warp's
-    L1 hits issued behind its own miss to DRAM come back with the miss, 1,167-1,342 cycles, where alone they
-    take 198-267, and another warp's hits are not held back): tests/data/load_order.cu's chain of FFMAs on
-    an L1 hit waits for the warp's earlier miss, in long_scoreboard, in both engines."""
-    from pathlib import Path
-
-    from gpusim.timing.driver import run_workload
-    from gpusim.timing.gpu import GPU
-
-    monkeypatch.setattr(GPU, "engine", engine)
-    spec = str(Path(__file__).parent / "data" / "load_order.yaml")
-    runs = {o: run_workload(spec, "h100", 1, overrides={"sm.global_loads_return_in_order": o}) for o in (True, False)}
-    assert runs[True].cycles - runs[False].cycles > 200
-    assert runs[True].stalls["long_scoreboard"] - runs[False].stalls["long_scoreboard"] > 200

@@ -1045,8 +1045,11 @@ def m_hbm(b: Bench) -> dict:
     SM loads its hit line(s) into L1, then issues one load that misses to DRAM (32 rows 8 KiB apart, 1 line,
     or none) and K loads of the hit line(s) (32 consecutive lines, or 1), and times the use of the hits and
     then of the miss from before the miss; `w<W>_*`: the miss in warp 0, the hits in warp W of the same CTA
-    (4: the same sub-partition, 1: another) 64 cycles later (`hit_behind_miss_w`). A 256 MiB read before each launch (three launches); medians
-    over the SMs."""
+    (4: the same sub-partition, 1: another) 64 cycles later (`hit_behind_miss_w`); `q_*`: warp 0 a 32-row miss
+    and 0 / 8 / 15 32-line hits, warp 4 or 1 four 32-line hits of its own 100 or 700 cycles later
+    (`hit_behind_miss_q`, whose hits share no scoreboard with the miss: in `hit_behind_miss` the 4th hit shares
+    the miss's, so its use waits for the miss whatever the hardware does). A 256 MiB read before each launch
+    (three launches); medians over the SMs."""
     cp, np = b.cp, b.np
     ctas = b.sms
     M = cp.zeros(ctas * 32 * 2048, dtype=cp.float32)
@@ -1097,6 +1100,21 @@ def m_hbm(b: Bench) -> dict:
                     o = out.get().reshape(ctas, 4)
                     runs.append({"hit_use": float(np.median(o[:, 1])), "miss_use": float(np.median(o[:, 2]))})
                 res["cases"][f"w{hit_warp}_miss{miss}_hitlines{hit_lines}_k{hits}"] = runs
+    # whose loads wait behind a warp's gated hits (`hit_behind_miss_q`): warp 0 a 32-row miss and hits0 32-line
+    # hits; warp 4 (same sub-partition) or 1 (another) `delay` cycles later 4 32-line hits of its own lines
+    H2 = cp.zeros(ctas * 2048, dtype=cp.float32)
+    for hits0 in (0, 8, 15):
+        for hit_warp in (1, 4):
+            for delay in (100, 700):
+                runs = []
+                for _ in range(3):
+                    b.launch("read_twice", 8 * ctas, 256, (flush, sink, np.int64(n4)))
+                    b.launch("hit_behind_miss_q", ctas, 256, (M, H2, out, np.int32(hits0), np.int32(4), np.int32(hit_warp),
+                                                              np.int32(delay)))
+                    b.sync()
+                    o = out.get().reshape(ctas, 4)
+                    runs.append({"hit_use": float(np.median(o[:, 1])), "warp0_use": float(np.median(o[:, 2]))})
+                res["cases"][f"q_w{hit_warp}_h0{hits0}_d{delay}"] = runs
     return res
 
 

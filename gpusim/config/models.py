@@ -140,10 +140,6 @@ class SmConfig(_Model):
     queue); one more waits in lg_throttle. None: only the queue's depth limits them."""
     mio_store_queue_depth: int | None = Field(default=None, ge=1)
     """The same for shared-memory stores in the MIO queue (mio_throttle)."""
-    global_loads_return_in_order: bool = False
-    """A warp's global loads hand it their data in the order it issued them: a load's data are there no
-    earlier than those of the warp's previous global load (an L1 hit waits for an earlier miss of the same
-    warp; another warp's miss holds nothing back). False: each load's data are there when its sectors are."""
     thread_sreg_waits_for_mio: bool = False
     """An S2R of a per-thread special register (SR_TID.*, SR_LANEID, SR_VIRTID) issues only once every
     sub-partition's MIO queue has passed what it held when the S2R first tried (mio_throttle until

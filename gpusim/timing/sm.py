@@ -38,7 +38,7 @@ class Warp:
 
     __slots__ = ("gid", "cta", "sp", "age", "pcs", "mem_rows", "regc", "wavef", "glines", "pos", "ready_at", "reason",
                  "since", "done", "at_barrier", "sb", "reg_ready", "gap_at", "misses", "active", "stores_done",
-                 "copies_done", "sreg_due", "loads_done")
+                 "copies_done", "sreg_due")
 
     def __init__(self, gid, cta, sp, age, stream, now):
         self.gid, self.cta, self.sp, self.age = gid, cta, sp, age
@@ -57,7 +57,6 @@ class Warp:
         self.stores_done = 0.0  # the cycle its global stores so far have left the SM: L2 took them (it drains at EXIT until then)
         self.copies_done = 0.0  # the cycle its cp.async copies since the last LDGDEPBAR have written shared memory
         self.sreg_due = -1.0  # an S2R waiting for the MIO queues (`SM._sreg_wait`): the cycle it may issue, -1: none
-        self.loads_done = 0.0  # the cycle its last global load's data are there (`sm.global_loads_return_in_order`)
 
 
 class CTA:
@@ -128,7 +127,6 @@ class SM:
         self.mio_read = cfg.sm.mio_register_read_cycles
         self.lsu_read = cfg.sm.lsu_register_read_cycles
         self.read_at_issue = cfg.sm.access_registers_read_at == "issue"
-        self.loads_in_order = cfg.sm.global_loads_return_in_order
         self.shared_queue = cfg.sm.shared_access_queue  # the MIO and LSU queues are one (`_queue_full`)
         # in integer shares: places mio x lsu depth; a shared access takes lsu depth of them, a global one mio depth
         self.queue_places = cfg.sm.mio_queue_depth * cfg.sm.lsu_queue_depth
@@ -595,10 +593,6 @@ class SM:
         if kind == GLOAD:
             static = self.static[w.pcs[pos]]
             done = self.l1.load(now, passed, sectors, l1_cached, w, static.warp_bytes)
-            if self.loads_in_order:  # a warp's loads hand it their data in issue order (H200: memory33_h200.json `hbm`)
-                if w.loads_done > done:
-                    done = w.loads_done
-                w.loads_done = done
             if static.copy_mio:  # an L1-allocating cp.async's data pass the shared-memory pipe too
                 sp.mio.access(now, w.wavef[pos] * static.copy_mio, self.mio_queues, slot=False)
         else:

@@ -42,7 +42,6 @@ CONFIG = np.dtype([("control_mode", "?"), ("dual", "i8"), ("policy", "i8"), ("tw
                    # `sm.shared_access_queue` (`SM._queue_full`): places in all, a shared and a global access's share
                    ("shared_queue", "?"), ("queue_places", "i8"), ("share_smem", "i8"), ("share_global", "i8"),
                    ("unified_stage", "?"), ("booked_stage", "?"), ("read_ports", "?"), ("read_at_issue", "?"),
-                   ("loads_in_order", "?"),  # `sm.global_loads_return_in_order` (`SM._access`)
                    # sampled mode (compiled/sampled.py): the SMs' own CTA queues, residences, stored rows
                    # and made-up loop iterations; the arrays' room one cycle step may need for those
                    ("sampled", "?"), ("sector_shift", "i8"), ("loop_branch", "i8"), ("room_records", "i8"),
@@ -76,8 +75,7 @@ WARP = np.dtype([("gid", "i8"), ("cta", "i8"), ("sp", "i8"), ("pos", "i8"), ("en
                  ("active", "?"),  # two_level_sticky: in its sub-partition's active set
                  ("stores_done", "f8"),  # the cycle its global stores so far have left the SM (`SM._exit`'s drain)
                  ("copies_done", "f8"),  # the cycle its cp.async copies since its last LDGDEPBAR are done
-                 ("sreg_due", "f8"),
-                 ("loads_done", "f8")])  # the cycle its last global load's data are there (`sm.global_loads_return_in_order`)  # an S2R waiting for the MIO queues (`SM._sreg_wait`): the cycle it may issue, -1: none
+                 ("sreg_due", "f8")])  # an S2R waiting for the MIO queues (`SM._sreg_wait`): the cycle it may issue, -1: none
 CTA = np.dtype([("cid", "i8"), ("live", "i8"), ("arrived", "i8"), ("launched", "f8"), ("used", "?"),
                 ("drained", "f8")])  # the cycle its exited warps' stores have left the SM
 SUB_PARTITION = np.dtype([("dispatch_free", "f8"), ("last", "i8"), ("wake", "f8"), ("dirty", "?"), ("nw", "i8"),
@@ -194,7 +192,7 @@ def build(gpu, occ, ctas, arrays: dict, primed: int | None = None, sampled: dict
             cfg.memory.constant_latency_cycles, sched.branch_latency_cycles, cfg.watchdog_cycles, SM.QUANTUM, n_sp,
             gpu.warps_per_cta, occ.ctas_per_sm, cfg.sm.cta_launch_cycles, cfg.sm.shared_access_queue,
             cfg.sm.mio_queue_depth * cfg.sm.lsu_queue_depth, cfg.sm.lsu_queue_depth, cfg.sm.mio_queue_depth, cfg.memory.l1.unified_data_stage,
-            cfg.memory.l1.data_stage == "booked", cfg.sm.register_file.read_ports is not None, cfg.sm.access_registers_read_at == "issue", cfg.sm.global_loads_return_in_order, sampled is not None, gpu._sector_shift, -1 if gpu.trace.elision is None else gpu.trace.elision.branch,
+            cfg.memory.l1.data_stage == "booked", cfg.sm.register_file.read_ports is not None, cfg.sm.access_registers_read_at == "issue", sampled is not None, gpu._sector_shift, -1 if gpu.trace.elision is None else gpu.trace.elision.branch,
             *room)
     # the memory path's parameters, derived as the object model derives them (and a warm L2 as it fills it)
     if sampled is None:

@@ -100,7 +100,6 @@ def launch(st, sm, cid, now):
         wr.stores_done = 0.0
         wr.copies_done = 0.0
         wr.sreg_due = -1.0
-        wr.loads_done = 0.0
         wr.age = smr.age
         wr.shift = -start
         wr.jump_at = -1
@@ -632,11 +631,6 @@ def access(st, sm, sp, w, kind, pos, pc, now):
     lo, hi, base = st.sector_start[row], st.sector_start[row + 1], st.sector_base[row]
     if kind == GLOAD:
         done = M.l1_load(st, sm, w, now, passed, lo, hi, base, st.l1_cached[pc], st.warp_bytes[pc])
-        if c.loads_in_order:  # (`SM._access`: a warp's loads return in issue order)
-            wr = st.w[w]
-            if wr.loads_done > done:
-                done = wr.loads_done
-            wr.loads_done = done
         if st.copy_mio[pc] > 0.0:  # (`SM._access`: an L1-allocating cp.async's passes of the shared-memory pipe)
             M.queue_access(st, sp * 2 + M.MIO, sm * 2 + M.MIO, first + M.MIO, 2, c.n_sp, now,
                            st.wavef[pos] * st.copy_mio[pc], c.unified_stage, False, False)

@@ -1213,6 +1213,36 @@ HIT_BEHIND_MISS(, "ca")      // L1-cached (LDG.E.STRONG.SM)
 HIT_BEHIND_MISS(_nc, "nc")   // the non-coherent path const __restrict__ code takes (LDG.E.CONSTANT)
 HIT_BEHIND_MISS(_cg, "cg")   // L2 only: the "hits" are L2 hits
 
+// hit_behind_miss_w / _q: `p`'s word, loaded (.ca: into L1) and waited for
+DEVI float loaded(const float* p) {
+    float w, u;
+    asm volatile("ld.global.ca.f32 %0, [%1];" : "=f"(w) : "l"(p) : "memory");
+    asm volatile("add.f32 %0, %1, 0f00000000;" : "=f"(u) : "f"(w));
+    return u;
+}
+
+// hit_behind_miss_w / _q: up to 16 loads (.ca) of `p`, each added into `w` (the sum's use waits for all of them)
+DEVI float sum_loads(const float* p, int n, float w) {
+#pragma unroll
+    for (int k = 0; k < 16; ++k)
+        if (k < n) {
+            float x;
+            asm volatile("ld.global.ca.f32 %0, [%1];" : "=f"(x) : "l"(p) : "memory");
+            asm volatile("add.f32 %0, %1, %2;" : "=f"(w) : "f"(x), "f"(w));
+        }
+    return w;
+}
+
+// hit_behind_miss_w / _q: the hit warp's part: `delay` cycles after `t0`, `hits` loads of `h` summed into `u`;
+// the cycles from `t0` to the sum's use
+DEVI long long hits_after(const float* h, int hits, long long t0, int delay, float& u) {
+    while (clk() - t0 < delay) {
+    }
+    const float w = sum_loads(h, hits, u);
+    asm volatile("add.f32 %0, %1, %2;" : "=f"(u) : "f"(w), "f"(u));
+    return clk() - t0;
+}
+
 // hit_behind_miss_w: the same across warps. One CTA of 256 threads per SM; after the hit lines are in L1 and a
 // barrier, warp 0 issues the miss (`miss_lines` 32 rows 8 KiB apart, or 1 line) and uses it, and warp
 // `hit_warp` (same sub-partition as warp 0 if it is 4, another if 1), 64 cycles later, issues `hits` loads of
@@ -1224,9 +1254,7 @@ extern "C" __global__ void hit_behind_miss_w(const float* __restrict__ M, const 
     const int b = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const float* h = H + (long long)b * 1024 + (hit_lines == 32 ? lane * 32 : 0);
     const float* m = M + (long long)b * 32 * 2048 + (miss_lines == 32 ? lane * 2048 : 0);
-    float w, x, u;
-    asm volatile("ld.global.ca.f32 %0, [%1];" : "=f"(w) : "l"(h) : "memory");
-    asm volatile("add.f32 %0, %1, 0f00000000;" : "=f"(u) : "f"(w));
+    float u = loaded(h), x;
     __syncthreads();
     const long long t0 = clk();
     if (warp == 0) {
@@ -1235,20 +1263,10 @@ extern "C" __global__ void hit_behind_miss_w(const float* __restrict__ M, const 
         const long long t2 = clk();
         if (lane == 0) out[4 * b + 2] = t2 - t0;
     } else if (warp == hit_warp) {
-        while (clk() - t0 < 64) {
-        }
-        const long long ts = clk();
-#pragma unroll
-        for (int k = 0; k < 16; ++k)
-            if (k < hits) {
-                asm volatile("ld.global.ca.f32 %0, [%1];" : "=f"(x) : "l"(h + (ts & 0) + k * 0) : "memory");
-                asm volatile("add.f32 %0, %1, %2;" : "=f"(w) : "f"(x), "f"(w));
-            }
-        asm volatile("add.f32 %0, %1, %2;" : "=f"(u) : "f"(w), "f"(u));
-        const long long t1 = clk();
+        const long long t1 = hits_after(h, hits, t0, 64, u);
         if (lane == 0) {
             out[4 * b] = smid;
-            out[4 * b + 1] = t1 - t0;
+            out[4 * b + 1] = t1;
         }
     }
     if (u == 12345.f) out[4 * b + 3] = 1;
@@ -1259,45 +1277,29 @@ extern "C" __global__ void hit_behind_miss_w(const float* __restrict__ M, const 
 // and then `hits0` loads of the hit lines (past ~8 they pass the tag stage only after the miss), and warp
 // `hit_warp` (4: warp 0's sub-partition, 1: another), `delay` cycles after the barrier, issues `hits` loads
 // of its own copy of the lines. out[4 x CTA ..] = smid, the hit warp's cycles to its hits' use (from the
-// barrier), warp 0's to its hits' use.
+// barrier), warp 0's to its hits' use. `zero`: 0 at run time.
 extern "C" __global__ void hit_behind_miss_q(const float* __restrict__ M, const float* H, long long* out, int hits0,
-                                             int hits, int hit_warp, int delay) {
+                                             int hits, int hit_warp, int delay, long long zero) {
     unsigned smid;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
     const int b = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const float* h = H + (long long)b * 2048 + (warp == 0 ? 0 : 1024) + lane * 32;
     const float* m = M + (long long)b * 32 * 2048 + lane * 2048;
-    float w, x, u, a = 0.f;
-    asm volatile("ld.global.ca.f32 %0, [%1];" : "=f"(w) : "l"(h) : "memory");
-    asm volatile("add.f32 %0, %1, 0f00000000;" : "=f"(u) : "f"(w));
+    float u = loaded(h), w = u, a = 0.f;
     __syncthreads();
     const long long t0 = clk();
     if (warp == 0) {
         asm volatile("ld.global.ca.f32 %0, [%1];" : "=f"(a) : "l"(m) : "memory");
-        const long long tm = clk();
-#pragma unroll
-        for (int k = 0; k < 16; ++k)
-            if (k < hits0) {
-                asm volatile("ld.global.ca.f32 %0, [%1];" : "=f"(x) : "l"(h + (tm & 0)) : "memory");
-                asm volatile("add.f32 %0, %1, %2;" : "=f"(w) : "f"(x), "f"(w));
-            }
+        const long long tm = clk();  // (the hits' address takes it, and `zero`: ptxas keeps them after the miss)
+        w = sum_loads(h + (tm & zero), hits0, w);
         asm volatile("add.f32 %0, %1, %2;" : "=f"(u) : "f"(w), "f"(u));
         const long long t2 = clk();
         if (lane == 0) out[4 * b + 2] = t2 - t0;
     } else if (warp == hit_warp) {
-        while (clk() - t0 < delay) {
-        }
-#pragma unroll
-        for (int k = 0; k < 16; ++k)
-            if (k < hits) {
-                asm volatile("ld.global.ca.f32 %0, [%1];" : "=f"(x) : "l"(h) : "memory");
-                asm volatile("add.f32 %0, %1, %2;" : "=f"(w) : "f"(x), "f"(w));
-            }
-        asm volatile("add.f32 %0, %1, %2;" : "=f"(u) : "f"(w), "f"(u));
-        const long long t1 = clk();
+        const long long t1 = hits_after(h, hits, t0, delay, u);
         if (lane == 0) {
             out[4 * b] = smid;
-            out[4 * b + 1] = t1 - t0;
+            out[4 * b + 1] = t1;
         }
     }
     if (u + a == 12345.f) out[4 * b + 3] = 1;

@@ -1110,7 +1110,7 @@ def m_hbm(b: Bench) -> dict:
                 for _ in range(3):
                     b.launch("read_twice", 8 * ctas, 256, (flush, sink, np.int64(n4)))
                     b.launch("hit_behind_miss_q", ctas, 256, (M, H2, out, np.int32(hits0), np.int32(4), np.int32(hit_warp),
-                                                              np.int32(delay)))
+                                                              np.int32(delay), np.int64(0)))
                     b.sync()
                     o = out.get().reshape(ctas, 4)
                     runs.append({"hit_use": float(np.median(o[:, 1])), "warp0_use": float(np.median(o[:, 2]))})

@@ -993,6 +993,15 @@ def m_partition(b: Bench) -> dict:
     return res
 
 
+def _l2_flusher(b: Bench):
+    """A launch of read_twice over 256 MiB (8 CTAs of 256 threads per SM): what a group launches before
+    each measured launch so that none of the lines it times is left in L2."""
+    cp, np = b.cp, b.np
+    n4 = (256 << 20) // 16
+    buf, sink = cp.ones(n4 * 4, dtype=cp.float32), cp.zeros(1, dtype=cp.float32)
+    return lambda: b.launch("read_twice", 8 * b.sms, 256, (buf, sink, np.int64(n4)))
+
+
 def m_chase_sm(b: Bench) -> dict:
     """The latency of an n-line request on each SM (`chase_sm`, memory.cu): one warp per SM chases 64
     dependent loads whose n lanes each read a new line per step. Patterns: `rows` (lanes' lines 8 KiB apart,
@@ -1006,9 +1015,7 @@ def m_chase_sm(b: Bench) -> dict:
     shapes = {"rows": (32 * 2048, 2048, 32), "rows16k": (32 * 4096, 4096, 32), "lines": (steps * 1024, 32, 1024)}
     A = cp.zeros(ctas * 32 * 4096, dtype=cp.float32)
     out = cp.zeros(3 * ctas, dtype=cp.int64)
-    n4 = (256 << 20) // 16
-    flush = cp.ones(n4 * 4, dtype=cp.float32)
-    sink = cp.zeros(1, dtype=cp.float32)
+    flush = _l2_flusher(b)
     res = {"method": f"chase_sm: grid {ctas} x 32 threads, {steps} dependent steps, lanes < n chase, lane l of CTA b "
                      "at step s reads float b*cta + l*pitch + s*step (floats): " +
                      ", ".join(f"{k} {v}" for k, v in shapes.items()) + "; cold: a 256 MiB read_twice before the "
@@ -1018,7 +1025,7 @@ def m_chase_sm(b: Bench) -> dict:
     def launch(shape, lanes, frm, every, count, warm=False):
         args = (A, out, np.int32(steps), np.int32(lanes), np.int32(frm), np.int32(every), np.int32(count),
                 *(np.int64(v) for v in shapes[shape]))
-        b.launch("read_twice", 8 * ctas, 256, (flush, sink, np.int64(n4)))
+        flush()
         if warm:
             b.launch("chase_sm", ctas, 32, args)
         b.launch("chase_sm", ctas, 32, args)
@@ -1054,67 +1061,52 @@ def m_hbm(b: Bench) -> dict:
     ctas = b.sms
     M = cp.zeros(ctas * 32 * 2048, dtype=cp.float32)
     H = cp.zeros(ctas * 1024, dtype=cp.float32)
+    H2 = cp.zeros(ctas * 2048, dtype=cp.float32)
     out = cp.zeros(4 * ctas, dtype=cp.int64)
-    n4 = (256 << 20) // 16
-    flush = cp.ones(n4 * 4, dtype=cp.float32)
-    sink = cp.zeros(1, dtype=cp.float32)
+    flush = _l2_flusher(b)
     res = {"method": "hit_behind_miss: grid SMs x 32 threads; hit lines loaded and waited for, then clock, one miss "
                      "load (miss_lines: 32 rows 8 KiB apart / 1 line / none), clock, K hit loads (.ca), use of the hits "
                      "(clock), use of the miss (clock); 256 MiB read_twice before each launch; medians over SMs",
            "cases": {}}
+
+    def three(kernel, block, args, second="miss_use"):
+        """Three launches of `kernel` (one CTA of `block` threads per SM), each after a flush: the medians over
+        the SMs of out[4 x CTA + 1] (the hits' use) and out[4 x CTA + 2] (`second`)."""
+        runs = []
+        for _ in range(3):
+            flush()
+            b.launch(kernel, ctas, block, (M, *args))
+            b.sync()
+            o = out.get().reshape(ctas, 4)
+            runs.append({"hit_use": float(np.median(o[:, 1])), second: float(np.median(o[:, 2]))})
+        return runs
+
+    i32 = np.int32
     for miss in (0, 1, 32):
         for hit_lines in (1, 32):
             for hits in (1, 8, 15):
-                runs = []
-                for _ in range(3):
-                    b.launch("read_twice", 8 * ctas, 256, (flush, sink, np.int64(n4)))
-                    b.launch("hit_behind_miss", ctas, 32, (M, H, out, np.int32(miss), np.int32(hits), np.int32(hit_lines),
-                                                             np.int64(0)))
-                    b.sync()
-                    o = out.get().reshape(ctas, 4)
-                    runs.append({"hit_use": float(np.median(o[:, 1])), "miss_use": float(np.median(o[:, 2]))})
-                res["cases"][f"miss{miss}_hitlines{hit_lines}_k{hits}"] = runs
+                res["cases"][f"miss{miss}_hitlines{hit_lines}_k{hits}"] = three(
+                    "hit_behind_miss", 32, (H, out, i32(miss), i32(hits), i32(hit_lines), np.int64(0)))
     # the other load paths: .nc (LDG.E.CONSTANT) and .cg (L2 only: its "hits" are L2 hits)
     for kind in ("nc", "cg"):
         for miss in (0, 32):
             for hit_lines, hits in ((1, 1), (32, 1), (32, 8)):
-                runs = []
-                for _ in range(3):
-                    b.launch("read_twice", 8 * ctas, 256, (flush, sink, np.int64(n4)))
-                    b.launch(f"hit_behind_miss_{kind}", ctas, 32, (M, H, out, np.int32(miss), np.int32(hits),
-                                                                  np.int32(hit_lines), np.int64(0)))
-                    b.sync()
-                    o = out.get().reshape(ctas, 4)
-                    runs.append({"hit_use": float(np.median(o[:, 1])), "miss_use": float(np.median(o[:, 2]))})
-                res["cases"][f"{kind}_miss{miss}_hitlines{hit_lines}_k{hits}"] = runs
+                res["cases"][f"{kind}_miss{miss}_hitlines{hit_lines}_k{hits}"] = three(
+                    f"hit_behind_miss_{kind}", 32, (H, out, i32(miss), i32(hits), i32(hit_lines), np.int64(0)))
     # across warps (`hit_behind_miss_w`): warp 0 misses, warp 4 (its sub-partition) or 1 (another) hits 64 cycles later
     for miss in (1, 32):
         for hit_warp in (1, 4):
             for hit_lines, hits in ((1, 1), (32, 1), (32, 8)):
-                runs = []
-                for _ in range(3):
-                    b.launch("read_twice", 8 * ctas, 256, (flush, sink, np.int64(n4)))
-                    b.launch("hit_behind_miss_w", ctas, 256, (M, H, out, np.int32(miss), np.int32(hits), np.int32(hit_lines),
-                                                              np.int32(hit_warp)))
-                    b.sync()
-                    o = out.get().reshape(ctas, 4)
-                    runs.append({"hit_use": float(np.median(o[:, 1])), "miss_use": float(np.median(o[:, 2]))})
-                res["cases"][f"w{hit_warp}_miss{miss}_hitlines{hit_lines}_k{hits}"] = runs
+                res["cases"][f"w{hit_warp}_miss{miss}_hitlines{hit_lines}_k{hits}"] = three(
+                    "hit_behind_miss_w", 256, (H, out, i32(miss), i32(hits), i32(hit_lines), i32(hit_warp)))
     # whose loads wait behind a warp's gated hits (`hit_behind_miss_q`): warp 0 a 32-row miss and hits0 32-line
     # hits; warp 4 (same sub-partition) or 1 (another) `delay` cycles later 4 32-line hits of its own lines
-    H2 = cp.zeros(ctas * 2048, dtype=cp.float32)
     for hits0 in (0, 8, 15):
         for hit_warp in (1, 4):
             for delay in (100, 700):
-                runs = []
-                for _ in range(3):
-                    b.launch("read_twice", 8 * ctas, 256, (flush, sink, np.int64(n4)))
-                    b.launch("hit_behind_miss_q", ctas, 256, (M, H2, out, np.int32(hits0), np.int32(4), np.int32(hit_warp),
-                                                              np.int32(delay), np.int64(0)))
-                    b.sync()
-                    o = out.get().reshape(ctas, 4)
-                    runs.append({"hit_use": float(np.median(o[:, 1])), "warp0_use": float(np.median(o[:, 2]))})
-                res["cases"][f"q_w{hit_warp}_h0{hits0}_d{delay}"] = runs
+                res["cases"][f"q_w{hit_warp}_h0{hits0}_d{delay}"] = three(
+                    "hit_behind_miss_q", 256, (H2, out, i32(hits0), i32(4), i32(hit_warp), i32(delay), np.int64(0)),
+                    second="warp0_use")
     return res
 
 
